@@ -1,0 +1,534 @@
+//! Timing for latency measurements: ordered time-stamp-counter reads, calibrated
+//! against `CLOCK_MONOTONIC`, with a fallback to [`std::time::Instant`] where the TSC
+//! cannot be trusted.
+//!
+//! ```
+//! use handoff_clock::{Clock, Source};
+//!
+//! let clock = Clock::calibrate();
+//! let t0 = clock.start();
+//! let x: u64 = (0..1000u64).sum();
+//! let t1 = clock.end();
+//! let ns = clock.ticks_to_ns(t1 - t0);
+//! assert!(x > 0 && ns < 1_000_000_000);
+//! match clock.source() {
+//!     Source::Tsc => println!("TSC at {:.0} Hz ± {:.1} ppm", clock.calibration().freq_hz, clock.calibration().error_ppm),
+//!     Source::Monotonic => println!("monotonic fallback: {:?}", clock.calibration().fallback_reason),
+//! }
+//! ```
+//!
+//! The raw reads live in [`tsc`] (x86_64 only). [`Clock`] chooses the source once, at
+//! calibration, and then reads it with a predictable branch.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+#[cfg(target_arch = "x86_64")]
+pub mod tsc;
+
+/// What a [`Clock`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+pub enum Source {
+    /// The x86_64 time-stamp counter (ordered `lfence; rdtsc` / `rdtscp; lfence`).
+    Tsc,
+    /// [`std::time::Instant`] (`CLOCK_MONOTONIC` on Linux), in nanoseconds since a
+    /// process-wide origin.
+    Monotonic,
+}
+
+/// How a clock was calibrated, and why it fell back if it did. Recorded with every
+/// result.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Calibration {
+    /// The source in use.
+    pub source: Source,
+    /// Ticks per second: the TSC frequency, or 1e9 for the monotonic source.
+    pub freq_hz: f64,
+    /// Half the spread of the per-window frequency estimates, in parts per million of
+    /// `freq_hz` (0 for the monotonic source).
+    pub error_ppm: f64,
+    /// Number of calibration windows.
+    pub windows: u32,
+    /// Length of each window.
+    pub window_ns: u64,
+    /// CPUID's invariant-TSC bit (false off x86_64).
+    pub invariant_tsc: bool,
+    /// Whether the CPU has `rdtscp`.
+    pub rdtscp: bool,
+    /// The kernel's current clocksource (`/sys/devices/system/clocksource/...`), when readable.
+    pub kernel_clocksource: Option<String>,
+    /// Why the TSC is not used, when it is not.
+    pub fallback_reason: Option<String>,
+}
+
+/// Measured cost of one read of each kind, in nanoseconds (median of several batches).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ReadCost {
+    /// [`Clock::start`] (`lfence; rdtsc` on the TSC).
+    pub start_ns: f64,
+    /// [`Clock::end`] (`rdtscp; lfence` on the TSC).
+    pub end_ns: f64,
+    /// [`Clock::now_with_cpu`] (`rdtscp` on the TSC).
+    pub rdtscp_ns: f64,
+    /// `Instant::now()`, for comparison.
+    pub instant_ns: f64,
+}
+
+/// Options for [`Clock::calibrate_with`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CalibrationOptions {
+    /// Number of windows (at least 2 so that a spread can be measured).
+    pub windows: u32,
+    /// Length of each window.
+    pub window: Duration,
+    /// Largest acceptable spread between windows before the TSC is rejected.
+    pub max_error_ppm: u32,
+}
+
+impl Default for CalibrationOptions {
+    /// 5 windows of 20 ms (about 100 ms in all), reject above 500 ppm.
+    fn default() -> Self {
+        CalibrationOptions {
+            windows: 5,
+            window: Duration::from_millis(20),
+            max_error_ppm: 500,
+        }
+    }
+}
+
+/// A calibrated clock: reads ticks, converts them to nanoseconds.
+///
+/// Ticks from [`start`](Clock::start), [`end`](Clock::end) and [`now`](Clock::now)
+/// of one clock are comparable across threads and cores (the TSC is only used when
+/// CPUID reports it invariant).
+#[derive(Clone, Debug)]
+pub struct Clock {
+    source: Source,
+    ns_per_tick: f64,
+    calibration: Calibration,
+}
+
+/// The origin of monotonic ticks, shared by every clock of the process.
+fn origin() -> Instant {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(Instant::now)
+}
+
+#[inline]
+fn monotonic_ticks() -> u64 {
+    origin().elapsed().as_nanos() as u64
+}
+
+fn kernel_clocksource() -> Option<String> {
+    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+impl Clock {
+    /// Calibrates with the default options (about 100 ms).
+    ///
+    /// ```
+    /// let clock = handoff_clock::Clock::calibrate();
+    /// assert!(clock.calibration().freq_hz > 0.0);
+    /// ```
+    pub fn calibrate() -> Clock {
+        Clock::calibrate_with(CalibrationOptions::default())
+    }
+
+    /// A short calibration (3 windows of 2 ms) for tests and examples; its error is
+    /// larger, and reported.
+    ///
+    /// ```
+    /// let clock = handoff_clock::Clock::quick();
+    /// assert_eq!(clock.calibration().windows, 3);
+    /// ```
+    pub fn quick() -> Clock {
+        Clock::calibrate_with(CalibrationOptions {
+            windows: 3,
+            window: Duration::from_millis(2),
+            max_error_ppm: 5_000,
+        })
+    }
+
+    /// The monotonic fallback, chosen explicitly.
+    ///
+    /// ```
+    /// let clock = handoff_clock::Clock::monotonic();
+    /// assert_eq!(clock.source(), handoff_clock::Source::Monotonic);
+    /// assert_eq!(clock.ticks_to_ns(1500), 1500);
+    /// ```
+    pub fn monotonic() -> Clock {
+        Clock::fallback(None, None, "monotonic source chosen explicitly".into())
+    }
+
+    fn fallback(tsc: Option<(bool, bool)>, windows: Option<(u32, u64)>, reason: String) -> Clock {
+        let (invariant_tsc, rdtscp) = tsc.unwrap_or((false, false));
+        let (windows, window_ns) = windows.unwrap_or((0, 0));
+        origin();
+        Clock {
+            source: Source::Monotonic,
+            ns_per_tick: 1.0,
+            calibration: Calibration {
+                source: Source::Monotonic,
+                freq_hz: 1e9,
+                error_ppm: 0.0,
+                windows,
+                window_ns,
+                invariant_tsc,
+                rdtscp,
+                kernel_clocksource: kernel_clocksource(),
+                fallback_reason: Some(reason),
+            },
+        }
+    }
+
+    /// Calibrates the TSC against `CLOCK_MONOTONIC` over `opts.windows` windows, or
+    /// falls back to the monotonic source (saying why) when the TSC is missing, not
+    /// invariant, or its frequency estimates spread more than `opts.max_error_ppm`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let clock = handoff_clock::Clock::calibrate_with(handoff_clock::CalibrationOptions {
+    ///     windows: 2,
+    ///     window: Duration::from_millis(1),
+    ///     max_error_ppm: 10_000,
+    /// });
+    /// assert_eq!(clock.calibration().windows, 2);
+    /// ```
+    pub fn calibrate_with(opts: CalibrationOptions) -> Clock {
+        let windows = opts.windows.max(2);
+        let window_ns = opts.window.as_nanos() as u64;
+        #[cfg(target_arch = "x86_64")]
+        {
+            let flags = (tsc::invariant(), tsc::has_rdtscp());
+            if !flags.1 {
+                return Clock::fallback(Some(flags), None, "the CPU has no rdtscp".into());
+            }
+            if !flags.0 {
+                return Clock::fallback(
+                    Some(flags),
+                    None,
+                    "CPUID does not report an invariant TSC".into(),
+                );
+            }
+            let mut freqs: Vec<f64> = (0..windows).map(|_| tsc_window(opts.window)).collect();
+            freqs.sort_by(f64::total_cmp);
+            let freq = freqs[freqs.len() / 2];
+            let spread = (freqs[freqs.len() - 1] - freqs[0]) / 2.0;
+            let error_ppm = spread / freq * 1e6;
+            if !(freq.is_finite() && freq > 1e6) {
+                return Clock::fallback(
+                    Some(flags),
+                    Some((windows, window_ns)),
+                    format!("TSC calibration gave an implausible frequency ({freq} Hz)"),
+                );
+            }
+            if error_ppm > f64::from(opts.max_error_ppm) {
+                return Clock::fallback(
+                    Some(flags),
+                    Some((windows, window_ns)),
+                    format!(
+                        "TSC frequency estimates spread {error_ppm:.0} ppm (limit {})",
+                        opts.max_error_ppm
+                    ),
+                );
+            }
+            Clock {
+                source: Source::Tsc,
+                ns_per_tick: 1e9 / freq,
+                calibration: Calibration {
+                    source: Source::Tsc,
+                    freq_hz: freq,
+                    error_ppm,
+                    windows,
+                    window_ns,
+                    invariant_tsc: flags.0,
+                    rdtscp: flags.1,
+                    kernel_clocksource: kernel_clocksource(),
+                    fallback_reason: None,
+                },
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            Clock::fallback(
+                None,
+                Some((windows, window_ns)),
+                "not an x86_64 target".into(),
+            )
+        }
+    }
+
+    /// The source this clock reads.
+    ///
+    /// ```
+    /// let _ = handoff_clock::Clock::quick().source();
+    /// ```
+    #[inline]
+    pub fn source(&self) -> Source {
+        self.source
+    }
+
+    /// How the clock was calibrated.
+    ///
+    /// ```
+    /// let c = handoff_clock::Clock::quick();
+    /// assert!(c.calibration().error_ppm >= 0.0);
+    /// ```
+    pub fn calibration(&self) -> &Calibration {
+        &self.calibration
+    }
+
+    /// Start-of-interval read (`lfence; rdtsc`, or the monotonic clock).
+    ///
+    /// ```
+    /// let c = handoff_clock::Clock::quick();
+    /// let t = c.start();
+    /// assert!(c.end() >= t);
+    /// ```
+    #[inline(always)]
+    pub fn start(&self) -> u64 {
+        match self.source {
+            #[cfg(target_arch = "x86_64")]
+            Source::Tsc => tsc::start(),
+            _ => monotonic_ticks(),
+        }
+    }
+
+    /// End-of-interval read (`rdtscp; lfence`, or the monotonic clock).
+    ///
+    /// ```
+    /// let c = handoff_clock::Clock::quick();
+    /// assert!(c.end() > 0);
+    /// ```
+    #[inline(always)]
+    pub fn end(&self) -> u64 {
+        match self.source {
+            #[cfg(target_arch = "x86_64")]
+            Source::Tsc => tsc::end(),
+            _ => monotonic_ticks(),
+        }
+    }
+
+    /// An unordered read, for when ordering does not matter.
+    ///
+    /// ```
+    /// let c = handoff_clock::Clock::quick();
+    /// assert!(c.now() <= c.now());
+    /// ```
+    #[inline(always)]
+    pub fn now(&self) -> u64 {
+        match self.source {
+            #[cfg(target_arch = "x86_64")]
+            Source::Tsc => tsc::rdtsc(),
+            _ => monotonic_ticks(),
+        }
+    }
+
+    /// The documents' `rdtscp` read with the cpu it ran on (from `TSC_AUX`), so a
+    /// harness can detect a thread that migrated. The cpu is `None` on the monotonic
+    /// source.
+    ///
+    /// ```
+    /// let c = handoff_clock::Clock::quick();
+    /// let (t, cpu) = c.now_with_cpu();
+    /// assert!(t > 0 || cpu.is_none());
+    /// ```
+    #[inline(always)]
+    pub fn now_with_cpu(&self) -> (u64, Option<u32>) {
+        match self.source {
+            #[cfg(target_arch = "x86_64")]
+            Source::Tsc => {
+                let (t, aux) = tsc::rdtscp();
+                (t, Some(tsc::cpu_of(aux)))
+            }
+            _ => (monotonic_ticks(), None),
+        }
+    }
+
+    /// Converts a tick count to whole nanoseconds (rounded).
+    ///
+    /// ```
+    /// let c = handoff_clock::Clock::monotonic();
+    /// assert_eq!(c.ticks_to_ns(42), 42);
+    /// ```
+    #[inline]
+    pub fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        (ticks as f64 * self.ns_per_tick).round() as u64
+    }
+
+    /// Converts a tick count to nanoseconds without rounding.
+    ///
+    /// ```
+    /// let c = handoff_clock::Clock::monotonic();
+    /// assert_eq!(c.ticks_to_ns_f64(3), 3.0);
+    /// ```
+    #[inline]
+    pub fn ticks_to_ns_f64(&self, ticks: u64) -> f64 {
+        ticks as f64 * self.ns_per_tick
+    }
+
+    /// Converts nanoseconds to ticks (rounded), e.g. to build a pacing schedule.
+    ///
+    /// ```
+    /// let c = handoff_clock::Clock::monotonic();
+    /// assert_eq!(c.ns_to_ticks(1000), 1000);
+    /// ```
+    #[inline]
+    pub fn ns_to_ticks(&self, ns: u64) -> u64 {
+        (ns as f64 / self.ns_per_tick).round() as u64
+    }
+
+    /// Measures the cost of one read of each kind: the median over 9 batches of
+    /// 100 000 back-to-back reads, timed with this clock.
+    ///
+    /// ```
+    /// let cost = handoff_clock::Clock::quick().read_cost();
+    /// assert!(cost.start_ns > 0.0 && cost.instant_ns > 0.0);
+    /// ```
+    pub fn read_cost(&self) -> ReadCost {
+        const READS: u32 = 100_000;
+        let batch = |f: &dyn Fn() -> u64| -> f64 {
+            let mut per_read: Vec<f64> = (0..9)
+                .map(|_| {
+                    let t0 = self.start();
+                    let mut acc = 0u64;
+                    for _ in 0..READS {
+                        acc = acc.wrapping_add(f());
+                    }
+                    std::hint::black_box(acc);
+                    let t1 = self.end();
+                    self.ticks_to_ns_f64(t1.saturating_sub(t0)) / f64::from(READS)
+                })
+                .collect();
+            per_read.sort_by(f64::total_cmp);
+            per_read[per_read.len() / 2]
+        };
+        ReadCost {
+            start_ns: batch(&|| self.start()),
+            end_ns: batch(&|| self.end()),
+            rdtscp_ns: batch(&|| self.now_with_cpu().0),
+            instant_ns: batch(&|| Instant::now().elapsed().as_nanos() as u64),
+        }
+    }
+}
+
+/// One calibration window: the TSC frequency over `window`, from two paired readings
+/// of (TSC, monotonic). Each pairing brackets the monotonic read between two TSC reads
+/// and keeps the tightest of several tries.
+#[cfg(target_arch = "x86_64")]
+fn tsc_window(window: Duration) -> f64 {
+    fn pair() -> (f64, Instant) {
+        let mut best = (u64::MAX, 0.0, Instant::now());
+        for _ in 0..16 {
+            let a = tsc::start();
+            let m = Instant::now();
+            let b = tsc::end();
+            let gap = b.wrapping_sub(a);
+            if gap < best.0 {
+                best = (gap, a as f64 + gap as f64 / 2.0, m);
+            }
+        }
+        (best.1, best.2)
+    }
+    let (t0, m0) = pair();
+    std::thread::sleep(window);
+    let (t1, m1) = pair();
+    (t1 - t0) / m1.duration_since(m0).as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both clocks measure the same 30 ms interval and must agree within 1%. A
+    /// hypervisor pause between the paired reads can skew one attempt, so the test
+    /// passes if any of five attempts agrees (this checks conversion, not speed).
+    #[test]
+    fn calibration_agrees_with_the_monotonic_clock() {
+        let clock = Clock::calibrate();
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            let t0 = clock.start();
+            let m0 = Instant::now();
+            std::thread::sleep(Duration::from_millis(30));
+            let t1 = clock.end();
+            let reference = m0.elapsed().as_nanos() as f64;
+            let measured = clock.ticks_to_ns_f64(t1 - t0);
+            let rel = (measured - reference).abs() / reference;
+            if rel < 0.01 {
+                return;
+            }
+            seen.push((measured, reference));
+        }
+        panic!(
+            "clock and monotonic never agreed: {seen:?} ({:?})",
+            clock.calibration()
+        );
+    }
+
+    #[test]
+    fn fallback_is_reported() {
+        let c = Clock::monotonic();
+        assert_eq!(c.calibration().source, Source::Monotonic);
+        assert!(c.calibration().fallback_reason.is_some());
+        assert_eq!(c.calibration().freq_hz, 1e9);
+    }
+
+    #[test]
+    fn tsc_source_has_no_fallback_reason_and_plausible_frequency() {
+        let c = Clock::calibrate();
+        match c.source() {
+            Source::Tsc => {
+                assert!(c.calibration().fallback_reason.is_none());
+                assert!(c.calibration().freq_hz > 1e8 && c.calibration().freq_hz < 1e10);
+                assert!(c.calibration().invariant_tsc);
+            }
+            Source::Monotonic => assert!(c.calibration().fallback_reason.is_some()),
+        }
+    }
+
+    #[test]
+    fn reads_are_monotonic_on_one_thread() {
+        for clock in [Clock::quick(), Clock::monotonic()] {
+            let mut last = clock.start();
+            for _ in 0..10_000 {
+                let t = clock.end();
+                assert!(t >= last);
+                last = t;
+            }
+        }
+    }
+
+    #[test]
+    fn conversions_round_trip() {
+        let c = Clock::quick();
+        for ns in [0u64, 1_000, 1_000_000, 123_456_789] {
+            let back = c.ticks_to_ns(c.ns_to_ticks(ns));
+            assert!(back.abs_diff(ns) <= 1, "{ns} -> {back}");
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn tsc_aux_names_an_allowed_cpu() {
+        let (_, aux) = tsc::rdtscp();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        // The cpu number may exceed the count only on machines with holes in their
+        // cpu numbering; it is never above the kernel's possible-cpu limit (4096).
+        assert!(tsc::cpu_of(aux) < cpus.max(4096));
+    }
+
+    #[test]
+    fn read_cost_is_measured() {
+        let cost = Clock::quick().read_cost();
+        for v in [cost.start_ns, cost.end_ns, cost.rdtscp_ns, cost.instant_ns] {
+            assert!(v > 0.0 && v < 100_000.0, "{cost:?}");
+        }
+    }
+}

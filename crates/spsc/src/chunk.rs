@@ -1,0 +1,371 @@
+//! Zero-copy batches: write into reserved slots and publish once, or read ready slots
+//! in place and release them once. Works for any `T`.
+
+use core::fmt;
+use core::mem::MaybeUninit;
+
+use crate::raw::Raw;
+use crate::sync::Ordering;
+
+/// Free slots reserved by [`Producer::write_chunk`](crate::Producer::write_chunk).
+///
+/// Items written into the chunk become visible to the consumer only on
+/// [`commit`](WriteChunk::commit), all at once. Dropping the chunk without committing
+/// drops the items written into it; the ring is unchanged.
+///
+/// ```
+/// let (mut tx, mut rx) = handoff_spsc::channel::<u64>(4);
+/// let mut chunk = tx.write_chunk(8);
+/// assert_eq!(chunk.len(), 4); // only 4 free slots
+/// while chunk.push(42).is_ok() {}
+/// chunk.commit();
+/// assert_eq!(rx.len(), 4);
+/// ```
+pub struct WriteChunk<'a, T> {
+    raw: &'a Raw<T>,
+    tail: &'a mut usize,
+    len: usize,
+    written: usize,
+}
+
+impl<'a, T> WriteChunk<'a, T> {
+    pub(crate) fn new(raw: &'a Raw<T>, tail: &'a mut usize, len: usize) -> Self {
+        WriteChunk {
+            raw,
+            tail,
+            len,
+            written: 0,
+        }
+    }
+
+    /// Number of slots reserved.
+    ///
+    /// ```
+    /// let (mut tx, _rx) = handoff_spsc::channel::<u8>(2);
+    /// assert_eq!(tx.write_chunk(5).len(), 2);
+    /// ```
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no slot was reserved (the ring was full or `max` was 0).
+    ///
+    /// ```
+    /// let (mut tx, _rx) = handoff_spsc::channel::<u8>(1);
+    /// tx.try_push(0).unwrap();
+    /// assert!(tx.write_chunk(1).is_empty());
+    /// ```
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of items written so far (to be published by `commit`).
+    ///
+    /// ```
+    /// let (mut tx, _rx) = handoff_spsc::channel::<u8>(4);
+    /// let mut chunk = tx.write_chunk(4);
+    /// chunk.push(1).unwrap();
+    /// assert_eq!(chunk.written(), 1);
+    /// ```
+    #[inline]
+    pub fn written(&self) -> usize {
+        self.written
+    }
+
+    /// Writes `value` into the next reserved slot, or hands it back if all are written.
+    ///
+    /// ```
+    /// let (mut tx, _rx) = handoff_spsc::channel::<u8>(1);
+    /// let mut chunk = tx.write_chunk(1);
+    /// assert_eq!(chunk.push(1), Ok(()));
+    /// assert_eq!(chunk.push(2), Err(2));
+    /// ```
+    #[inline]
+    pub fn push(&mut self, value: T) -> Result<(), T> {
+        if self.written == self.len {
+            return Err(value);
+        }
+        // SAFETY: the slot is reserved (free, ours) and not yet written.
+        unsafe { self.raw.write(self.tail.wrapping_add(self.written), value) };
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Writes items from `iter` until the chunk is full or `iter` ends; returns how
+    /// many were written. No item is taken from `iter` that does not fit.
+    ///
+    /// ```
+    /// let (mut tx, _rx) = handoff_spsc::channel::<u32>(3);
+    /// let mut chunk = tx.write_chunk(3);
+    /// let mut source = 0..10;
+    /// assert_eq!(chunk.extend(&mut source), 3);
+    /// assert_eq!(source.next(), Some(3));
+    /// ```
+    pub fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) -> usize {
+        let before = self.written;
+        let mut iter = iter.into_iter();
+        while self.written < self.len {
+            match iter.next() {
+                Some(value) => {
+                    // SAFETY: as in `push`: reserved and unwritten.
+                    unsafe { self.raw.write(self.tail.wrapping_add(self.written), value) };
+                    self.written += 1;
+                }
+                None => break,
+            }
+        }
+        self.written - before
+    }
+
+    /// The reserved slots not yet written, as up to two slices (the second is non-empty
+    /// when the reservation wraps around the end of the slot array). After writing the
+    /// first `n` of them (in order, first slice then second), call
+    /// [`assume_written`](Self::assume_written)`(n)`.
+    ///
+    /// ```
+    /// use std::mem::MaybeUninit;
+    /// let (mut tx, mut rx) = handoff_spsc::channel::<u16>(4);
+    /// let mut chunk = tx.write_chunk(2);
+    /// let (a, _b) = chunk.as_mut_slices();
+    /// a[0] = MaybeUninit::new(7);
+    /// // SAFETY: the first slot was just initialised.
+    /// unsafe { chunk.assume_written(1) };
+    /// chunk.commit();
+    /// assert_eq!(rx.try_pop(), Some(7));
+    /// ```
+    pub fn as_mut_slices(&mut self) -> (&mut [MaybeUninit<T>], &mut [MaybeUninit<T>]) {
+        let (a, a_len, b, b_len) = self.raw.segments(
+            self.tail.wrapping_add(self.written),
+            self.len - self.written,
+        );
+        // SAFETY: these slots are reserved for this chunk (free, nobody else touches
+        // them) and the two segments are disjoint and in bounds.
+        unsafe {
+            (
+                core::slice::from_raw_parts_mut(a, a_len),
+                core::slice::from_raw_parts_mut(b, b_len),
+            )
+        }
+    }
+
+    /// Marks the next `n` unwritten slots as written.
+    ///
+    /// # Safety
+    /// Those `n` slots (the first `n` of [`as_mut_slices`](Self::as_mut_slices), in
+    /// order) must have been initialised, and `n` must not exceed the unwritten count.
+    pub unsafe fn assume_written(&mut self, n: usize) {
+        assert!(
+            n <= self.len - self.written,
+            "assume_written({n}) but only {} slots are unwritten",
+            self.len - self.written
+        );
+        self.written += n;
+    }
+
+    /// Publishes every written item to the consumer with one index store.
+    ///
+    /// ```
+    /// let (mut tx, rx) = handoff_spsc::channel::<u8>(4);
+    /// let mut chunk = tx.write_chunk(4);
+    /// chunk.extend([1, 2]);
+    /// chunk.commit();
+    /// assert_eq!(rx.len(), 2);
+    /// ```
+    #[inline]
+    pub fn commit(mut self) {
+        let tail = self.tail.wrapping_add(self.written);
+        *self.tail = tail;
+        self.written = 0;
+        // Release: the slot writes happen before the consumer sees the new `tail`.
+        self.raw.header().tail.store(tail, Ordering::Release);
+    }
+}
+
+impl<T> Drop for WriteChunk<'_, T> {
+    fn drop(&mut self) {
+        if self.written > 0 {
+            let start = *self.tail;
+            // SAFETY: the written slots hold initialised items that were never published.
+            unsafe { self.raw.drop_range(start, start.wrapping_add(self.written)) }
+        }
+    }
+}
+
+impl<T> fmt::Debug for WriteChunk<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriteChunk")
+            .field("len", &self.len)
+            .field("written", &self.written)
+            .finish()
+    }
+}
+
+/// Ready items borrowed in place by [`Consumer::read_chunk`](crate::Consumer::read_chunk).
+///
+/// Iterate it to move items out, look at them through [`as_slices`](Self::as_slices),
+/// or drop them in place with [`consume`](Self::consume). When the chunk is dropped,
+/// the slots of the items taken or consumed are handed back to the producer with one
+/// index store; the rest stay in the ring, in order.
+///
+/// ```
+/// let (mut tx, mut rx) = handoff_spsc::channel::<u32>(8);
+/// tx.push_slice(&[1, 2, 3, 4]);
+/// let mut chunk = rx.read_chunk(8);
+/// let (a, b) = chunk.as_slices();
+/// assert_eq!(a.iter().chain(b).sum::<u32>(), 10);
+/// chunk.consume(3);
+/// drop(chunk);
+/// assert_eq!(rx.try_pop(), Some(4));
+/// ```
+pub struct ReadChunk<'a, T> {
+    raw: &'a Raw<T>,
+    head: &'a mut usize,
+    len: usize,
+    taken: usize,
+}
+
+impl<'a, T> ReadChunk<'a, T> {
+    pub(crate) fn new(raw: &'a Raw<T>, head: &'a mut usize, len: usize) -> Self {
+        ReadChunk {
+            raw,
+            head,
+            len,
+            taken: 0,
+        }
+    }
+
+    /// Number of items still in the chunk (not yet taken or consumed).
+    ///
+    /// ```
+    /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(4);
+    /// tx.push_slice(&[1, 2, 3]);
+    /// let mut chunk = rx.read_chunk(2);
+    /// assert_eq!(chunk.len(), 2);
+    /// chunk.next();
+    /// assert_eq!(chunk.len(), 1);
+    /// ```
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len - self.taken
+    }
+
+    /// Whether no item remains in the chunk.
+    ///
+    /// ```
+    /// let (_tx, mut rx) = handoff_spsc::channel::<u8>(4);
+    /// assert!(rx.read_chunk(4).is_empty());
+    /// ```
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == self.taken
+    }
+
+    /// The remaining items, as up to two slices in ring order.
+    ///
+    /// ```
+    /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(4);
+    /// tx.push_slice(&[5, 6]);
+    /// let chunk = rx.read_chunk(4);
+    /// assert_eq!(chunk.as_slices(), (&[5u8, 6][..], &[][..]));
+    /// ```
+    pub fn as_slices(&self) -> (&[T], &[T]) {
+        let (a, a_len, b, b_len) = self
+            .raw
+            .segments(self.head.wrapping_add(self.taken), self.len());
+        // SAFETY: the slots are initialised, published, and owned by the consumer until
+        // the chunk releases them; the segments are disjoint and in bounds.
+        unsafe {
+            (
+                core::slice::from_raw_parts(a.cast::<T>(), a_len),
+                core::slice::from_raw_parts(b.cast::<T>(), b_len),
+            )
+        }
+    }
+
+    /// The remaining items, mutably, as up to two slices in ring order.
+    ///
+    /// ```
+    /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(4);
+    /// tx.push_slice(&[5, 6]);
+    /// let mut chunk = rx.read_chunk(4);
+    /// chunk.as_mut_slices().0[0] = 9;
+    /// assert_eq!(chunk.next(), Some(9));
+    /// ```
+    pub fn as_mut_slices(&mut self) -> (&mut [T], &mut [T]) {
+        let (a, a_len, b, b_len) = self
+            .raw
+            .segments(self.head.wrapping_add(self.taken), self.len());
+        // SAFETY: as in `as_slices`, and `&mut self` makes the access exclusive.
+        unsafe {
+            (
+                core::slice::from_raw_parts_mut(a.cast::<T>(), a_len),
+                core::slice::from_raw_parts_mut(b.cast::<T>(), b_len),
+            )
+        }
+    }
+
+    /// Drops the next `n` items in place (fewer if fewer remain); returns how many.
+    ///
+    /// ```
+    /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(4);
+    /// tx.push_slice(&[1, 2, 3]);
+    /// assert_eq!(rx.read_chunk(4).consume(10), 3);
+    /// assert!(rx.is_empty());
+    /// ```
+    pub fn consume(&mut self, n: usize) -> usize {
+        let n = n.min(self.len());
+        let start = self.head.wrapping_add(self.taken);
+        // Count them first: if a destructor panics the rest of the range is still
+        // released rather than dropped twice (it leaks instead).
+        self.taken += n;
+        // SAFETY: the `n` slots hold initialised items of this chunk that nobody will
+        // read again (they are counted as taken).
+        unsafe { self.raw.drop_range(start, start.wrapping_add(n)) };
+        n
+    }
+}
+
+impl<T> Iterator for ReadChunk<'_, T> {
+    type Item = T;
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        if self.taken == self.len {
+            return None;
+        }
+        // SAFETY: the slot holds an initialised item of this chunk; counting it as taken
+        // means it is never read or dropped again.
+        let value = unsafe { self.raw.read(self.head.wrapping_add(self.taken)) };
+        self.taken += 1;
+        Some(value)
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.len(), Some(self.len()))
+    }
+}
+
+impl<T> ExactSizeIterator for ReadChunk<'_, T> {}
+
+impl<T> Drop for ReadChunk<'_, T> {
+    fn drop(&mut self) {
+        if self.taken > 0 {
+            let head = self.head.wrapping_add(self.taken);
+            *self.head = head;
+            // Release: our slot reads happen before the producer may overwrite them.
+            self.raw.header().head.store(head, Ordering::Release);
+        }
+    }
+}
+
+impl<T> fmt::Debug for ReadChunk<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadChunk")
+            .field("len", &self.len())
+            .field("taken", &self.taken)
+            .finish()
+    }
+}

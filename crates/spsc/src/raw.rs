@@ -1,0 +1,242 @@
+//! The shared part of a ring (two indices and a handle count) and the raw view of
+//! the slot array that both handles carry.
+//!
+//! Index invariants (all indices count items ever pushed/popped and wrap at
+//! `usize::MAX`):
+//! * `head` is written only by the consumer, `tail` only by the producer;
+//! * `tail - head` (wrapping) is the number of initialised slots, always `<= capacity`;
+//! * the slot of index `i` is `i & mask`, with `mask + 1` a power of two `>= capacity`.
+
+use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{AtomicUsize, Ordering};
+
+/// The indices shared by the two handles. `head` and `tail` are each on their own
+/// cache line (128 bytes on x86_64, covering the adjacent-line prefetcher).
+pub(crate) struct Header {
+    /// Next index the consumer will read. Written by the consumer only.
+    pub(crate) head: CachePadded<AtomicUsize>,
+    /// Next index the producer will write. Written by the producer only.
+    pub(crate) tail: CachePadded<AtomicUsize>,
+    /// Live handles: 2 after creation, 0 once both are dropped.
+    pub(crate) handles: AtomicUsize,
+    #[cfg(loom)]
+    pub(crate) shadow: crate::sync::Shadow,
+}
+
+impl Header {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        Header {
+            head: CachePadded::new(AtomicUsize::new(0)),
+            tail: CachePadded::new(AtomicUsize::new(0)),
+            handles: AtomicUsize::new(2),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new_loom(slots: usize) -> Self {
+        Header {
+            head: CachePadded::new(AtomicUsize::new(0)),
+            tail: CachePadded::new(AtomicUsize::new(0)),
+            handles: AtomicUsize::new(2),
+            shadow: (0..slots)
+                .map(|_| loom::cell::UnsafeCell::new(()))
+                .collect(),
+        }
+    }
+}
+
+/// Pointers and constants a handle needs on its hot path, copied into each handle so
+/// that no push or pop goes through an extra indirection.
+pub(crate) struct Raw<T> {
+    header: NonNull<Header>,
+    buf: NonNull<MaybeUninit<T>>,
+    mask: usize,
+    capacity: usize,
+}
+
+impl<T> Raw<T> {
+    /// # Safety
+    /// `header` and `buf` (with `mask + 1` slots) must stay valid for as long as any
+    /// `Raw` made from them is used, and `capacity <= mask + 1`, `mask + 1` a power of two.
+    pub(crate) unsafe fn new(
+        header: NonNull<Header>,
+        buf: NonNull<MaybeUninit<T>>,
+        slots: usize,
+        capacity: usize,
+    ) -> Self {
+        debug_assert!(slots.is_power_of_two() && capacity <= slots && capacity > 0);
+        Raw {
+            header,
+            buf,
+            mask: slots - 1,
+            capacity,
+        }
+    }
+
+    /// Both handles get their own copy.
+    pub(crate) fn duplicate(&self) -> Self {
+        Raw { ..*self }
+    }
+
+    #[inline(always)]
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: `new`'s contract keeps the header alive while any handle exists.
+        unsafe { self.header.as_ref() }
+    }
+
+    #[inline(always)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Number of slots in the array (`capacity` rounded up to a power of two).
+    #[inline(always)]
+    pub(crate) fn slots(&self) -> usize {
+        self.mask + 1
+    }
+
+    #[inline(always)]
+    fn slot(&self, index: usize) -> *mut MaybeUninit<T> {
+        // `wrapping_add` keeps this a safe computation; `index & mask` is always in bounds.
+        self.buf.as_ptr().wrapping_add(index & self.mask)
+    }
+
+    /// Splits `n` slots starting at `start` into the part up to the end of the array
+    /// and the part that wraps to its beginning: `(ptr_a, len_a, ptr_b, len_b)`.
+    #[inline(always)]
+    pub(crate) fn segments(
+        &self,
+        start: usize,
+        n: usize,
+    ) -> (*mut MaybeUninit<T>, usize, *mut MaybeUninit<T>, usize) {
+        let offset = start & self.mask;
+        let first = n.min(self.slots() - offset);
+        (self.slot(start), first, self.buf.as_ptr(), n - first)
+    }
+
+    /// Records a write access to slots `[start, start + n)` for loom's race detector.
+    #[inline(always)]
+    pub(crate) fn track_write(&self, start: usize, n: usize) {
+        #[cfg(loom)]
+        for i in 0..n {
+            self.header().shadow[start.wrapping_add(i) & self.mask].with_mut(|_| ());
+        }
+        #[cfg(not(loom))]
+        let _ = (start, n);
+    }
+
+    /// Records a read access to slots `[start, start + n)` for loom's race detector.
+    #[inline(always)]
+    pub(crate) fn track_read(&self, start: usize, n: usize) {
+        #[cfg(loom)]
+        for i in 0..n {
+            self.header().shadow[start.wrapping_add(i) & self.mask].with(|_| ());
+        }
+        #[cfg(not(loom))]
+        let _ = (start, n);
+    }
+
+    /// # Safety
+    /// The slot of `index` must be free (outside `[head, tail)`) and owned by the producer.
+    #[inline(always)]
+    pub(crate) unsafe fn write(&self, index: usize, value: T) {
+        self.track_write(index, 1);
+        // SAFETY: the slot is in bounds and exclusively the producer's (caller contract).
+        unsafe { self.slot(index).write(MaybeUninit::new(value)) }
+    }
+
+    /// # Safety
+    /// The slot of `index` must hold an initialised item owned by the consumer; after
+    /// this call it must be treated as uninitialised.
+    #[inline(always)]
+    pub(crate) unsafe fn read(&self, index: usize) -> T {
+        self.track_read(index, 1);
+        // SAFETY: the slot is in bounds and initialised (caller contract).
+        unsafe { self.slot(index).read().assume_init() }
+    }
+
+    /// # Safety
+    /// The slot of `index` must hold an initialised item that nobody else mutates for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn get<'a>(&self, index: usize) -> &'a T {
+        self.track_read(index, 1);
+        // SAFETY: in bounds and initialised (caller contract).
+        unsafe { (*self.slot(index)).assume_init_ref() }
+    }
+
+    /// Drops the items in `[start, end)` in place.
+    ///
+    /// # Safety
+    /// Those slots must hold initialised items that no one will read again.
+    pub(crate) unsafe fn drop_range(&self, start: usize, end: usize) {
+        if !core::mem::needs_drop::<T>() {
+            return;
+        }
+        let n = end.wrapping_sub(start);
+        self.track_write(start, n);
+        let (a, a_len, b, b_len) = self.segments(start, n);
+        // SAFETY: both segments are in bounds and initialised (caller contract);
+        // `MaybeUninit<T>` has the layout of `T`.
+        unsafe {
+            core::ptr::drop_in_place(core::ptr::slice_from_raw_parts_mut(a.cast::<T>(), a_len));
+            core::ptr::drop_in_place(core::ptr::slice_from_raw_parts_mut(b.cast::<T>(), b_len));
+        }
+    }
+
+    /// Called once by each handle when it is dropped. The last handle out drops every
+    /// item still in the ring.
+    ///
+    /// # Safety
+    /// Must be called exactly once per handle, and the handle must not touch the ring
+    /// afterwards.
+    pub(crate) unsafe fn release_handle(&self) {
+        let header = self.header();
+        // AcqRel: our own index stores happen before the other handle's final decrement,
+        // and if we are last we see all of the other handle's stores.
+        if header.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let head = header.head.load(Ordering::Relaxed);
+            let tail = header.tail.load(Ordering::Relaxed);
+            debug_assert!(tail.wrapping_sub(head) <= self.capacity);
+            // SAFETY: both handles are gone, so `[head, tail)` are the initialised items
+            // and nobody can read them any more.
+            unsafe { self.drop_range(head, tail) }
+        }
+    }
+
+    /// Whether the other handle has been dropped (valid when called from a live handle).
+    #[inline]
+    pub(crate) fn other_dropped(&self) -> bool {
+        self.header().handles.load(Ordering::Acquire) < 2
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// What keeps a ring's memory alive while its handles exist: [`Heap`](crate::Heap) for
+/// [`channel`](crate::channel), `&StaticChannel` for
+/// [`StaticChannel::split`](crate::StaticChannel::split). Sealed: it cannot be
+/// implemented outside this crate.
+///
+/// ```
+/// fn takes_any_producer<B: handoff_spsc::Backing>(p: &mut handoff_spsc::Producer<u64, B>) {
+///     let _ = p.try_push(7);
+/// }
+/// # let (mut p, _c) = handoff_spsc::channel::<u64>(4);
+/// # takes_any_producer(&mut p);
+/// ```
+pub trait Backing: sealed::Sealed {}
+
+impl<T> sealed::Sealed for crate::Heap<T> {}
+impl<T> Backing for crate::Heap<T> {}
+
+#[cfg(not(loom))]
+impl<T, const N: usize> sealed::Sealed for &crate::StaticChannel<T, N> {}
+#[cfg(not(loom))]
+impl<T, const N: usize> Backing for &crate::StaticChannel<T, N> {}

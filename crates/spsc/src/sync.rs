@@ -1,0 +1,21 @@
+//! The synchronisation primitives the ring is built from, switched to loom's
+//! model-checked versions under `cfg(loom)`.
+
+#[cfg(not(loom))]
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+#[cfg(all(not(loom), feature = "alloc"))]
+pub(crate) use alloc::sync::Arc;
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{
+    atomic::{AtomicBool, AtomicUsize, Ordering},
+    Arc,
+};
+
+/// Loom cannot see accesses through raw pointers, so under `cfg(loom)` every slot
+/// has a shadow `loom::cell::UnsafeCell<()>` that is touched whenever the slot is
+/// written (producer) or read (consumer). Loom then reports any slot access that is
+/// not ordered by the head/tail release/acquire pairs as a data race.
+#[cfg(loom)]
+pub(crate) type Shadow = alloc::boxed::Box<[loom::cell::UnsafeCell<()>]>;

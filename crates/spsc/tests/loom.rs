@@ -1,0 +1,180 @@
+//! Loom models of the ring: every interleaving (up to `LOOM_MAX_PREEMPTIONS`) of a
+//! producer and a consumer, with slot accesses checked for data races through the
+//! crate's shadow cells. Run with:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p handoff-spsc --release --test loom
+//! ```
+#![cfg(loom)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use handoff_spsc::channel;
+use loom::thread;
+
+fn push_spin<T>(tx: &mut handoff_spsc::Producer<T>, mut v: T) {
+    loop {
+        match tx.try_push(v) {
+            Ok(()) => return,
+            Err(e) => {
+                v = e.into_inner();
+                thread::yield_now();
+            }
+        }
+    }
+}
+
+fn pop_spin<T>(rx: &mut handoff_spsc::Consumer<T>) -> T {
+    loop {
+        if let Some(v) = rx.try_pop() {
+            return v;
+        }
+        thread::yield_now();
+    }
+}
+
+#[test]
+fn push_pop_in_order_through_a_full_ring() {
+    loom::model(|| {
+        let (mut tx, mut rx) = channel::<u32>(2);
+        let p = thread::spawn(move || {
+            for i in 0..3 {
+                push_spin(&mut tx, i);
+            }
+        });
+        for i in 0..3 {
+            assert_eq!(pop_spin(&mut rx), i);
+        }
+        p.join().unwrap();
+        assert_eq!(rx.try_pop(), None);
+    });
+}
+
+#[test]
+fn peek_sees_a_published_item() {
+    loom::model(|| {
+        let (mut tx, mut rx) = channel::<u32>(1);
+        let p = thread::spawn(move || {
+            push_spin(&mut tx, 5);
+            push_spin(&mut tx, 6);
+        });
+        loop {
+            if let Some(v) = rx.peek() {
+                assert_eq!(*v, 5);
+                break;
+            }
+            thread::yield_now();
+        }
+        assert_eq!(pop_spin(&mut rx), 5);
+        assert_eq!(pop_spin(&mut rx), 6);
+        p.join().unwrap();
+    });
+}
+
+#[test]
+fn slices_across_the_wrap() {
+    loom::model(|| {
+        let (mut tx, mut rx) = channel::<u8>(3);
+        let p = thread::spawn(move || {
+            let src = [1u8, 2, 3, 4, 5];
+            let mut sent = 0;
+            while sent < src.len() {
+                let n = tx.push_slice(&src[sent..]);
+                if n == 0 {
+                    thread::yield_now();
+                }
+                sent += n;
+            }
+        });
+        let mut got = Vec::new();
+        let mut buf = [0u8; 2];
+        while got.len() < 5 {
+            let n = rx.pop_slice(&mut buf);
+            if n == 0 {
+                thread::yield_now();
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(got, [1, 2, 3, 4, 5]);
+        p.join().unwrap();
+    });
+}
+
+#[test]
+fn chunks_publish_once_and_release_once() {
+    loom::model(|| {
+        let (mut tx, mut rx) = channel::<String>(2);
+        let p = thread::spawn(move || {
+            let mut next = 0u32;
+            while next < 3 {
+                let mut chunk = tx.write_chunk(2);
+                let n = chunk.extend((next..3).map(|i| i.to_string())) as u32;
+                chunk.commit();
+                if n == 0 {
+                    thread::yield_now();
+                }
+                next += n;
+            }
+        });
+        let mut got = Vec::new();
+        while got.len() < 3 {
+            let chunk = rx.read_chunk(2);
+            let before = got.len();
+            got.extend(chunk);
+            if got.len() == before {
+                thread::yield_now();
+            }
+        }
+        assert_eq!(got, ["0", "1", "2"]);
+        p.join().unwrap();
+    });
+}
+
+struct Counted(Arc<AtomicUsize>);
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn leftovers_are_dropped_once_whichever_handle_goes_last() {
+    loom::model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (mut tx, mut rx) = channel::<Counted>(2);
+        let d = drops.clone();
+        let p = thread::spawn(move || {
+            for _ in 0..2 {
+                if tx.try_push(Counted(d.clone())).is_err() {
+                    // The refused value is handed back and dropped here.
+                }
+            }
+            // `tx` dropped here, racing with the consumer's drop.
+        });
+        // Pop at most one, then leave.
+        drop(rx.try_pop());
+        drop(rx);
+        p.join().unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 2);
+    });
+}
+
+#[test]
+fn abandonment_is_seen_and_items_pushed_before_are_not_lost() {
+    loom::model(|| {
+        let (mut tx, mut rx) = channel::<u32>(2);
+        let p = thread::spawn(move || {
+            tx.try_push(1).unwrap();
+            tx.try_push(2).unwrap();
+        });
+        while !rx.is_abandoned() {
+            thread::yield_now();
+        }
+        // Once the producer is seen gone, everything it pushed is visible.
+        assert_eq!(rx.try_pop(), Some(1));
+        assert_eq!(rx.try_pop(), Some(2));
+        assert_eq!(rx.try_pop(), None);
+        p.join().unwrap();
+    });
+}
