@@ -1,4 +1,22 @@
-//! handoff: building blocks for the hot path of Rust trading systems (work in progress: stats follows).
+//! handoff: building blocks for the hot path of Rust trading systems.
+//!
+//! This facade re-exports the workspace crates under short names:
+//!
+//! * [`spsc`]: the bounded lock-free single-producer single-consumer ring;
+//! * [`clock`]: ordered TSC reads, calibration and the monotonic fallback;
+//! * [`stats`]: latency histograms, percentiles in two conventions, CCDF and PDF series.
+//!
+//! ```
+//! let (mut tx, mut rx) = handoff::spsc::channel::<u64>(16);
+//! let clock = handoff::clock::Clock::quick();
+//! let mut latency = handoff::stats::Latency::new();
+//! let start = clock.start();
+//! tx.try_push(1).unwrap();
+//! assert_eq!(rx.try_pop(), Some(1));
+//! latency.record(clock.ticks_to_ns(clock.end().saturating_sub(start)));
+//! assert_eq!(latency.count(), 1);
+//! ```
 
 pub use handoff_clock as clock;
 pub use handoff_spsc as spsc;
+pub use handoff_stats as stats;
