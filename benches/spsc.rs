@@ -1,22 +1,29 @@
-//! SPSC ring benchmarks: handoff against rtrb and crossbeam's ArrayQueue, measured in
+//! SPSC ring benchmarks: handoff against rtrb and crossbeam's `ArrayQueue`, measured in
 //! the same run on the same two pinned cores.
 //!
 //! * `spsc_throughput`: 16-byte items, capacity 1024, a producer thread and a consumer
 //!   thread pinned to two different cores; time from the producer's start to the
-//!   consumer's last item, reported per item (and as items/s).
+//!   consumer's last item, reported per item and as items/s. The consumer checks every
+//!   sequence number, so a lost, duplicated or reordered item fails the bench.
 //! * `spsc_round_trip`: ping-pong through two rings (one each way); time per round trip.
+//! * After criterion's groups, a paired comparison: handoff and rtrb run alternately,
+//!   back to back, many times, and the median of the per-pair ratios is printed. On a
+//!   shared or virtualised host the speed of cross-core traffic drifts within seconds,
+//!   so ratios of neighbouring runs are steadier than two separate criterion groups.
+//!
+//! Both sides spin on a failed push or pop without `pause`, as the source document's
+//! harness does (`while (!q.try_push(tick)) { /* spin */ }`). (On KVM guests a tight
+//! `pause` loop triggers pause-loop exits that collapse every ring's throughput.)
 //!
 //! Cores: the first two of the process's allowed CPUs, or `HANDOFF_PIN=P,C`.
 
-#![allow(missing_docs)] // criterion_main! generates an undocumented `main`
+#![allow(missing_docs)] // criterion's macros generate undocumented items
 
-use std::hint::{black_box, spin_loop};
-use std::sync::{Arc, Barrier};
+use std::hint::black_box;
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
-use criterion::{
-    criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
-};
+use criterion::{criterion_group, BenchmarkId, Criterion, SamplingMode, Throughput};
 
 const CAPACITY: usize = 1024;
 /// Items per batch for `handoff_batch`.
@@ -32,6 +39,7 @@ struct Tick {
 
 const _: () = assert!(std::mem::size_of::<Tick>() == 16);
 
+#[inline(always)]
 fn tick(seq: u64) -> Tick {
     Tick {
         seq,
@@ -39,45 +47,56 @@ fn tick(seq: u64) -> Tick {
     }
 }
 
-/// The two cores to pin to, or `None` (unpinned) when fewer than two are allowed.
-/// Read once, before any thread of this process is pinned.
-fn cores() -> Option<(core_affinity::CoreId, core_affinity::CoreId)> {
-    static CORES: std::sync::OnceLock<Option<(core_affinity::CoreId, core_affinity::CoreId)>> =
-        std::sync::OnceLock::new();
-    *CORES.get_or_init(read_cores)
+#[inline(always)]
+fn check(t: &Tick, expected: u64) {
+    assert!(
+        t.seq == expected,
+        "item {} arrived where {expected} was due",
+        t.seq
+    );
 }
 
-fn read_cores() -> Option<(core_affinity::CoreId, core_affinity::CoreId)> {
-    let allowed = core_affinity::get_core_ids().unwrap_or_default();
-    if let Ok(spec) = std::env::var("HANDOFF_PIN") {
-        let ids: Vec<usize> = spec
-            .split(',')
-            .map(|s| {
-                s.trim()
-                    .parse()
-                    .expect("HANDOFF_PIN must be two core ids, e.g. 0,1")
-            })
+type Pins = Option<(core_affinity::CoreId, core_affinity::CoreId)>;
+
+/// Read once, before any thread of this process is pinned.
+fn cores() -> Pins {
+    static CORES: OnceLock<Pins> = OnceLock::new();
+    *CORES.get_or_init(|| {
+        let allowed: Vec<usize> = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.id)
             .collect();
-        assert!(ids.len() == 2, "HANDOFF_PIN must be two core ids, e.g. 0,1");
+        let ids: Vec<usize> = match std::env::var("HANDOFF_PIN") {
+            Ok(spec) => spec
+                .split(',')
+                .map(|s| {
+                    s.trim().parse().unwrap_or_else(|_| {
+                        panic!("HANDOFF_PIN={spec:?}: expected two core ids, e.g. 0,1")
+                    })
+                })
+                .collect(),
+            Err(_) => allowed.iter().copied().take(2).collect(),
+        };
+        if ids.len() != 2 || ids[0] == ids[1] {
+            eprintln!("spsc bench: fewer than two distinct cores ({ids:?}); running unpinned");
+            return None;
+        }
         for id in &ids {
             assert!(
-                allowed.iter().any(|c| c.id == *id),
-                "HANDOFF_PIN core {id} is not in the allowed set {:?}",
-                allowed.iter().map(|c| c.id).collect::<Vec<_>>()
+                allowed.contains(id),
+                "core {id} is not in the allowed set {allowed:?}"
             );
         }
-        return Some((
+        eprintln!(
+            "spsc bench: producer on core {}, consumer on core {}",
+            ids[0], ids[1]
+        );
+        Some((
             core_affinity::CoreId { id: ids[0] },
             core_affinity::CoreId { id: ids[1] },
-        ));
-    }
-    match allowed.as_slice() {
-        [a, b, ..] => Some((*a, *b)),
-        _ => {
-            eprintln!("fewer than two allowed cores: running unpinned");
-            None
-        }
-    }
+        ))
+    })
 }
 
 fn pin(core: Option<core_affinity::CoreId>) {
@@ -127,26 +146,25 @@ fn handoff_single(n: u64) -> Duration {
                 let mut t = tick(i);
                 while let Err(e) = tx.try_push(t) {
                     t = e.into_inner();
-                    spin_loop();
                 }
             }
         },
         move || {
-            let mut sum = 0u64;
-            for _ in 0..n {
-                loop {
+            for i in 0..n {
+                let t = loop {
                     if let Some(t) = rx.try_pop() {
-                        sum = sum.wrapping_add(t.seq);
-                        break;
+                        break t;
                     }
-                    spin_loop();
-                }
+                };
+                check(&t, i);
             }
-            assert_eq!(sum, n * (n.wrapping_sub(1)) / 2);
         },
     )
 }
 
+/// Zero-copy batches of up to `BATCH`: the producer writes ticks straight into the
+/// slots and publishes once per chunk; the consumer checks them in place and releases
+/// once per chunk.
 fn handoff_batch(n: u64) -> Duration {
     let (mut tx, mut rx) = handoff::spsc::channel::<Tick>(CAPACITY);
     two_threads(
@@ -155,32 +173,23 @@ fn handoff_batch(n: u64) -> Duration {
             while next < n {
                 let want = BATCH.min((n - next) as usize);
                 let mut chunk = tx.write_chunk(want);
-                if chunk.is_empty() {
-                    spin_loop();
-                    continue;
-                }
-                let k = chunk.len() as u64;
-                chunk.extend((next..next + k).map(tick));
+                let k = chunk.extend((next..next + chunk.len() as u64).map(tick)) as u64;
                 chunk.commit();
                 next += k;
             }
         },
         move || {
-            let mut sum = 0u64;
-            let mut got = 0u64;
-            while got < n {
+            let mut next = 0u64;
+            while next < n {
                 let mut chunk = rx.read_chunk(BATCH);
-                if chunk.is_empty() {
-                    spin_loop();
-                    continue;
-                }
                 let (a, b) = chunk.as_slices();
                 for t in a.iter().chain(b) {
-                    sum = sum.wrapping_add(t.seq);
+                    check(t, next);
+                    next += 1;
                 }
-                got += chunk.consume(BATCH) as u64;
+                let len = chunk.len();
+                chunk.consume(len);
             }
-            assert_eq!(sum, n * (n.wrapping_sub(1)) / 2);
         },
     )
 }
@@ -193,22 +202,18 @@ fn rtrb_single(n: u64) -> Duration {
                 let mut t = tick(i);
                 while let Err(rtrb::PushError::Full(back)) = tx.push(t) {
                     t = back;
-                    spin_loop();
                 }
             }
         },
         move || {
-            let mut sum = 0u64;
-            for _ in 0..n {
-                loop {
+            for i in 0..n {
+                let t = loop {
                     if let Ok(t) = rx.pop() {
-                        sum = sum.wrapping_add(t.seq);
-                        break;
+                        break t;
                     }
-                    spin_loop();
-                }
+                };
+                check(&t, i);
             }
-            assert_eq!(sum, n * (n.wrapping_sub(1)) / 2);
         },
     )
 }
@@ -222,43 +227,44 @@ fn crossbeam_single(n: u64) -> Duration {
                 let mut t = tick(i);
                 while let Err(back) = q.push(t) {
                     t = back;
-                    spin_loop();
                 }
             }
         },
         move || {
-            let mut sum = 0u64;
-            for _ in 0..n {
-                loop {
+            for i in 0..n {
+                let t = loop {
                     if let Some(t) = rx.pop() {
-                        sum = sum.wrapping_add(t.seq);
-                        break;
+                        break t;
                     }
-                    spin_loop();
-                }
+                };
+                check(&t, i);
             }
-            assert_eq!(sum, n * (n.wrapping_sub(1)) / 2);
         },
     )
 }
 
-/// A contender: runs `n` items through, returns the elapsed time.
+/// A contender: runs `n` items (or round trips) through, returns the elapsed time.
 type Run = fn(u64) -> Duration;
+
+const THROUGHPUT: [(&str, Run); 4] = [
+    ("handoff", handoff_single),
+    ("handoff_batch", handoff_batch),
+    ("rtrb", rtrb_single),
+    ("crossbeam_array_queue", crossbeam_single),
+];
+
+fn configure<M: criterion::measurement::Measurement>(g: &mut criterion::BenchmarkGroup<'_, M>) {
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(30)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+}
 
 fn throughput(c: &mut Criterion) {
     let mut g = c.benchmark_group("spsc_throughput");
-    g.throughput(Throughput::Elements(1))
-        .sampling_mode(SamplingMode::Flat)
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4));
-    let contenders: [(&str, Run); 4] = [
-        ("handoff", handoff_single),
-        ("handoff_batch", handoff_batch),
-        ("rtrb", rtrb_single),
-        ("crossbeam_array_queue", crossbeam_single),
-    ];
-    for (name, run) in contenders {
+    configure(&mut g);
+    g.throughput(Throughput::Elements(1));
+    for (name, run) in THROUGHPUT {
         g.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter_custom(|iters| black_box(run(iters)))
         });
@@ -268,83 +274,184 @@ fn throughput(c: &mut Criterion) {
 
 // ---------------------------------------------------------------------- round trip
 
-/// Ping-pong: the pinger sends `seq`, the echo thread sends it back, `n` times.
-macro_rules! round_trip {
-    ($n:expr, $make:expr, $push:ident, $pop:ident, $ok:pat => $v:ident) => {{
-        let n: u64 = $n;
-        let (mut ping_tx, mut ping_rx) = $make;
-        let (mut pong_tx, mut pong_rx) = $make;
-        two_threads(
-            move || {
-                for i in 0..n {
-                    let mut t = tick(i);
-                    while let Err(e) = ping_tx.$push(t) {
-                        t = unfull(e);
-                        spin_loop();
-                    }
-                    loop {
-                        if let $ok = pong_rx.$pop() {
-                            assert_eq!($v.seq, i);
-                            break;
-                        }
-                        spin_loop();
-                    }
+fn handoff_round_trip(n: u64) -> Duration {
+    let (mut ping_tx, mut ping_rx) = handoff::spsc::channel::<Tick>(CAPACITY);
+    let (mut pong_tx, mut pong_rx) = handoff::spsc::channel::<Tick>(CAPACITY);
+    two_threads(
+        move || {
+            for i in 0..n {
+                let mut t = tick(i);
+                while let Err(e) = ping_tx.try_push(t) {
+                    t = e.into_inner();
                 }
-            },
-            move || {
-                for _ in 0..n {
-                    let mut t = loop {
-                        if let $ok = ping_rx.$pop() {
-                            break $v;
-                        }
-                        spin_loop();
-                    };
-                    while let Err(e) = pong_tx.$push(t) {
-                        t = unfull(e);
-                        spin_loop();
+                let back = loop {
+                    if let Some(t) = pong_rx.try_pop() {
+                        break t;
                     }
+                };
+                check(&back, i);
+            }
+        },
+        move || {
+            for _ in 0..n {
+                let mut t = loop {
+                    if let Some(t) = ping_rx.try_pop() {
+                        break t;
+                    }
+                };
+                while let Err(e) = pong_tx.try_push(t) {
+                    t = e.into_inner();
                 }
-            },
-        )
-    }};
+            }
+        },
+    )
 }
 
-trait Unfull {
-    fn unfull(self) -> Tick;
-}
-impl Unfull for handoff::spsc::PushError<Tick> {
-    fn unfull(self) -> Tick {
-        self.into_inner()
-    }
-}
-impl Unfull for rtrb::PushError<Tick> {
-    fn unfull(self) -> Tick {
-        let rtrb::PushError::Full(t) = self;
-        t
-    }
-}
-fn unfull(e: impl Unfull) -> Tick {
-    e.unfull()
+fn rtrb_round_trip(n: u64) -> Duration {
+    let (mut ping_tx, mut ping_rx) = rtrb::RingBuffer::<Tick>::new(CAPACITY);
+    let (mut pong_tx, mut pong_rx) = rtrb::RingBuffer::<Tick>::new(CAPACITY);
+    two_threads(
+        move || {
+            for i in 0..n {
+                let mut t = tick(i);
+                while let Err(rtrb::PushError::Full(e)) = ping_tx.push(t) {
+                    t = e;
+                }
+                let back = loop {
+                    if let Ok(t) = pong_rx.pop() {
+                        break t;
+                    }
+                };
+                check(&back, i);
+            }
+        },
+        move || {
+            for _ in 0..n {
+                let mut t = loop {
+                    if let Ok(t) = ping_rx.pop() {
+                        break t;
+                    }
+                };
+                while let Err(rtrb::PushError::Full(e)) = pong_tx.push(t) {
+                    t = e;
+                }
+            }
+        },
+    )
 }
 
 fn round_trip(c: &mut Criterion) {
     let mut g = c.benchmark_group("spsc_round_trip");
-    g.sampling_mode(SamplingMode::Flat)
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4));
-    g.bench_function("handoff", |b| {
-        b.iter_custom(|iters| {
-            round_trip!(iters, handoff::spsc::channel::<Tick>(CAPACITY), try_push, try_pop, Some(v) => v)
-        })
-    });
-    g.bench_function("rtrb", |b| {
-        b.iter_custom(|iters| {
-            round_trip!(iters, rtrb::RingBuffer::<Tick>::new(CAPACITY), push, pop, Ok(v) => v)
-        })
-    });
+    configure(&mut g);
+    for (name, run) in [
+        ("handoff", handoff_round_trip as Run),
+        ("rtrb", rtrb_round_trip),
+    ] {
+        g.bench_function(name, |b| b.iter_custom(|iters| black_box(run(iters))));
+    }
     g.finish();
 }
 
+// ---------------------------------------------------------------------- paired
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs `a` and `b` alternately (`a` first in even pairs, `b` first in odd ones) and
+/// prints each one's median rate and the median of the per-pair ratios `a / b`.
+fn paired(
+    label: &str,
+    unit: &str,
+    a: (&str, Run),
+    b: (&str, Run),
+    n: u64,
+    pairs: usize,
+    per_item_ns: bool,
+) {
+    let rate = |run: Run| {
+        let d = run(n).as_secs_f64();
+        if per_item_ns {
+            d * 1e9 / n as f64
+        } else {
+            n as f64 / d / 1e6
+        }
+    };
+    let (mut ra, mut rb, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..pairs {
+        let (x, y) = if i % 2 == 0 {
+            let x = rate(a.1);
+            (x, rate(b.1))
+        } else {
+            let y = rate(b.1);
+            (rate(a.1), y)
+        };
+        ra.push(x);
+        rb.push(y);
+        ratio.push(if per_item_ns { y / x } else { x / y });
+    }
+    let (lo, hi) = {
+        let mut r = ratio.clone();
+        r.sort_by(f64::total_cmp);
+        (r[0], r[r.len() - 1])
+    };
+    println!(
+        "{label:<28} {:<14} {:>8.1} {unit}   {:<14} {:>8.1} {unit}   {} advantage: median {:.2}x (min {lo:.2}, max {hi:.2}, {pairs} pairs)",
+        a.0,
+        median(&mut ra),
+        b.0,
+        median(&mut rb),
+        a.0,
+        median(&mut ratio),
+    );
+}
+
+fn paired_comparison() {
+    // Honour a criterion name filter: run the paired section only when asked for, or
+    // when no filter is given.
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = filter.is_empty() || filter.iter().any(|f| "spsc_paired".contains(f.as_str()));
+    if !wanted || std::env::args().any(|a| a == "--list" || a == "--test") {
+        return;
+    }
+    println!("\nspsc_paired: alternating back-to-back runs, medians of per-pair ratios");
+    paired(
+        "throughput (M items/s)",
+        "M/s",
+        ("handoff", handoff_single),
+        ("rtrb", rtrb_single),
+        20_000_000,
+        21,
+        false,
+    );
+    paired(
+        "throughput (M items/s)",
+        "M/s",
+        ("handoff_batch", handoff_batch),
+        ("rtrb", rtrb_single),
+        20_000_000,
+        21,
+        false,
+    );
+    paired(
+        "round trip (ns)",
+        "ns",
+        ("handoff", handoff_round_trip),
+        ("rtrb", rtrb_round_trip),
+        500_000,
+        21,
+        true,
+    );
+}
+
 criterion_group!(benches, throughput, round_trip);
-criterion_main!(benches);
+
+fn main() {
+    benches();
+    paired_comparison();
+    Criterion::default().configure_from_args().final_summary();
+}
