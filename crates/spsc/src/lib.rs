@@ -37,6 +37,20 @@
 //! feed.join().unwrap();
 //! ```
 //!
+//! The handles cannot be shared between threads, only moved:
+//!
+//! ```compile_fail,E0277
+//! fn shared<T: Sync>(_: &T) {}
+//! let (tx, _rx) = handoff_spsc::channel::<u64>(4);
+//! shared(&tx); // error: `Producer<u64>` is not `Sync`
+//! ```
+//!
+//! A const capacity that is not a power of two is a compile error:
+//!
+//! ```compile_fail,E0080
+//! static BAD: handoff_spsc::StaticChannel<u8, 1000> = handoff_spsc::StaticChannel::new();
+//! ```
+//!
 //! # Features
 //! * `std` (default): implies `alloc`.
 //! * `alloc`: [`channel`] and [`try_channel`]. Without it the crate is `no_std` with no
