@@ -20,3 +20,8 @@
 pub use handoff_clock as clock;
 pub use handoff_spsc as spsc;
 pub use handoff_stats as stats;
+
+/// The README's Rust examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

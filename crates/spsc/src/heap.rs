@@ -119,3 +119,79 @@ pub fn try_channel<T>(capacity: usize) -> Result<(Producer<T>, Consumer<T>), Cap
     };
     Ok(pair(raw, producer_backing, Heap { _ring: ring }))
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sync::Ordering;
+
+    /// A ring whose indices start `before` steps short of `usize::MAX`, so that the
+    /// test crosses the wrap of the index arithmetic itself.
+    fn near_wrap<T>(capacity: usize, before: usize) -> (Producer<T>, Consumer<T>) {
+        let (mut tx, mut rx) = channel::<T>(capacity);
+        let start = usize::MAX - before;
+        tx.raw.header().head.store(start, Ordering::Relaxed);
+        tx.raw.header().tail.store(start, Ordering::Relaxed);
+        tx.tail = start;
+        tx.limit.set(start.wrapping_add(capacity));
+        rx.head = start;
+        rx.cached_tail.set(start);
+        (tx, rx)
+    }
+
+    #[test]
+    fn single_items_cross_the_index_wrap() {
+        let (mut tx, mut rx) = near_wrap::<u64>(5, 3);
+        for round in 0..4u64 {
+            for i in 0..5 {
+                tx.try_push(round * 10 + i).unwrap();
+            }
+            assert!(tx.try_push(99).is_err());
+            assert_eq!(rx.len(), 5);
+            for i in 0..5 {
+                assert_eq!(rx.try_pop(), Some(round * 10 + i));
+            }
+            assert_eq!(rx.try_pop(), None);
+        }
+    }
+
+    #[test]
+    fn slices_and_chunks_cross_the_index_wrap() {
+        let (mut tx, mut rx) = near_wrap::<u32>(8, 2);
+        assert_eq!(tx.push_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 9]), 8);
+        let mut out = [0u32; 8];
+        assert_eq!(rx.pop_slice(&mut out), 8);
+        assert_eq!(out, [1, 2, 3, 4, 5, 6, 7, 8]);
+        let mut chunk = tx.write_chunk(8);
+        assert_eq!(chunk.extend(10..20), 8);
+        chunk.commit();
+        let got: alloc::vec::Vec<u32> = rx.read_chunk(8).collect();
+        assert_eq!(got, (10..18).collect::<alloc::vec::Vec<_>>());
+    }
+
+    #[test]
+    fn leftovers_are_dropped_across_the_index_wrap() {
+        use alloc::rc::Rc;
+        let token = Rc::new(());
+        let (mut tx, mut rx) = near_wrap::<Rc<()>>(4, 1);
+        for _ in 0..4 {
+            tx.try_push(Rc::clone(&token)).unwrap();
+        }
+        drop(rx.try_pop());
+        assert_eq!(Rc::strong_count(&token), 4);
+        drop(tx);
+        drop(rx);
+        assert_eq!(Rc::strong_count(&token), 1);
+    }
+
+    #[test]
+    fn segments_split_at_the_end_of_the_slot_array() {
+        let (tx, _rx) = channel::<u8>(6); // 8 slots
+        let (_, a, _, b) = tx.raw.segments(6, 5);
+        assert_eq!((a, b), (2, 3));
+        let (_, a, _, b) = tx.raw.segments(usize::MAX, 3); // slot 7, then 0 and 1
+        assert_eq!((a, b), (1, 2));
+        let (_, a, _, b) = tx.raw.segments(8, 0);
+        assert_eq!((a, b), (0, 0));
+    }
+}
