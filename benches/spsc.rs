@@ -136,27 +136,106 @@ fn two_threads(producer: impl FnOnce() + Send, consumer: impl FnOnce() + Send) -
     })
 }
 
+// ---------------------------------------------------------------------- contenders
+
+/// The sending half of a contender. Implementations only forward to the queue, so every
+/// contender runs the same generic harness code around its own push.
+trait Tx: Send {
+    fn push(&mut self, t: Tick) -> Result<(), Tick>;
+}
+
+/// The receiving half of a contender.
+trait Rx: Send {
+    fn pop(&mut self) -> Option<Tick>;
+}
+
+impl Tx for handoff::spsc::Producer<Tick> {
+    #[inline(always)]
+    fn push(&mut self, t: Tick) -> Result<(), Tick> {
+        self.try_push(t).map_err(|e| e.into_inner())
+    }
+}
+
+impl Rx for handoff::spsc::Consumer<Tick> {
+    #[inline(always)]
+    fn pop(&mut self) -> Option<Tick> {
+        self.try_pop()
+    }
+}
+
+impl Tx for rtrb::Producer<Tick> {
+    #[inline(always)]
+    fn push(&mut self, t: Tick) -> Result<(), Tick> {
+        rtrb::Producer::push(self, t).map_err(|rtrb::PushError::Full(t)| t)
+    }
+}
+
+impl Rx for rtrb::Consumer<Tick> {
+    #[inline(always)]
+    fn pop(&mut self) -> Option<Tick> {
+        rtrb::Consumer::pop(self).ok()
+    }
+}
+
+/// crossbeam's `ArrayQueue` is multi-producer multi-consumer: both halves are an `Arc`.
+struct Crossbeam(Arc<crossbeam_queue::ArrayQueue<Tick>>);
+
+impl Tx for Crossbeam {
+    #[inline(always)]
+    fn push(&mut self, t: Tick) -> Result<(), Tick> {
+        self.0.push(t)
+    }
+}
+
+impl Rx for Crossbeam {
+    #[inline(always)]
+    fn pop(&mut self) -> Option<Tick> {
+        self.0.pop()
+    }
+}
+
+fn handoff_ring() -> (handoff::spsc::Producer<Tick>, handoff::spsc::Consumer<Tick>) {
+    handoff::spsc::channel(CAPACITY)
+}
+
+fn rtrb_ring() -> (rtrb::Producer<Tick>, rtrb::Consumer<Tick>) {
+    rtrb::RingBuffer::new(CAPACITY)
+}
+
+fn crossbeam_ring() -> (Crossbeam, Crossbeam) {
+    let q = Arc::new(crossbeam_queue::ArrayQueue::new(CAPACITY));
+    (Crossbeam(Arc::clone(&q)), Crossbeam(q))
+}
+
+#[inline(always)]
+fn push_spin(tx: &mut impl Tx, mut t: Tick) {
+    while let Err(back) = tx.push(t) {
+        t = back;
+    }
+}
+
+#[inline(always)]
+fn pop_spin(rx: &mut impl Rx) -> Tick {
+    loop {
+        if let Some(t) = rx.pop() {
+            return t;
+        }
+    }
+}
+
 // ---------------------------------------------------------------------- throughput
 
-fn handoff_single(n: u64) -> Duration {
-    let (mut tx, mut rx) = handoff::spsc::channel::<Tick>(CAPACITY);
+/// `n` single items from a producer thread to a consumer thread.
+fn single<P: Tx, C: Rx>((mut tx, mut rx): (P, C), n: u64) -> Duration {
     two_threads(
         move || {
             for i in 0..n {
-                let mut t = tick(i);
-                while let Err(e) = tx.try_push(t) {
-                    t = e.into_inner();
-                }
+                push_spin(&mut tx, tick(i));
             }
         },
         move || {
             for i in 0..n {
-                let t = loop {
-                    if let Some(t) = rx.try_pop() {
-                        break t;
-                    }
-                };
-                check(&t, i);
+                check(&pop_spin(&mut rx), i);
             }
         },
     )
@@ -166,7 +245,7 @@ fn handoff_single(n: u64) -> Duration {
 /// slots and publishes once per chunk; the consumer checks them in place and releases
 /// once per chunk.
 fn handoff_batch(n: u64) -> Duration {
-    let (mut tx, mut rx) = handoff::spsc::channel::<Tick>(CAPACITY);
+    let (mut tx, mut rx) = handoff_ring();
     two_threads(
         move || {
             let mut next = 0u64;
@@ -194,53 +273,16 @@ fn handoff_batch(n: u64) -> Duration {
     )
 }
 
+fn handoff_single(n: u64) -> Duration {
+    single(handoff_ring(), n)
+}
+
 fn rtrb_single(n: u64) -> Duration {
-    let (mut tx, mut rx) = rtrb::RingBuffer::<Tick>::new(CAPACITY);
-    two_threads(
-        move || {
-            for i in 0..n {
-                let mut t = tick(i);
-                while let Err(rtrb::PushError::Full(back)) = tx.push(t) {
-                    t = back;
-                }
-            }
-        },
-        move || {
-            for i in 0..n {
-                let t = loop {
-                    if let Ok(t) = rx.pop() {
-                        break t;
-                    }
-                };
-                check(&t, i);
-            }
-        },
-    )
+    single(rtrb_ring(), n)
 }
 
 fn crossbeam_single(n: u64) -> Duration {
-    let q = Arc::new(crossbeam_queue::ArrayQueue::<Tick>::new(CAPACITY));
-    let rx = Arc::clone(&q);
-    two_threads(
-        move || {
-            for i in 0..n {
-                let mut t = tick(i);
-                while let Err(back) = q.push(t) {
-                    t = back;
-                }
-            }
-        },
-        move || {
-            for i in 0..n {
-                let t = loop {
-                    if let Some(t) = rx.pop() {
-                        break t;
-                    }
-                };
-                check(&t, i);
-            }
-        },
-    )
+    single(crossbeam_ring(), n)
 }
 
 /// A contender: runs `n` items (or round trips) through, returns the elapsed time.
@@ -274,70 +316,33 @@ fn throughput(c: &mut Criterion) {
 
 // ---------------------------------------------------------------------- round trip
 
-fn handoff_round_trip(n: u64) -> Duration {
-    let (mut ping_tx, mut ping_rx) = handoff::spsc::channel::<Tick>(CAPACITY);
-    let (mut pong_tx, mut pong_rx) = handoff::spsc::channel::<Tick>(CAPACITY);
+/// Ping-pong: the pinger sends tick `i` through one ring, the echo thread sends it back
+/// through the other, `n` times.
+fn round_trip_through<P: Tx, C: Rx>(make: fn() -> (P, C), n: u64) -> Duration {
+    let (mut ping_tx, mut ping_rx) = make();
+    let (mut pong_tx, mut pong_rx) = make();
     two_threads(
         move || {
             for i in 0..n {
-                let mut t = tick(i);
-                while let Err(e) = ping_tx.try_push(t) {
-                    t = e.into_inner();
-                }
-                let back = loop {
-                    if let Some(t) = pong_rx.try_pop() {
-                        break t;
-                    }
-                };
-                check(&back, i);
+                push_spin(&mut ping_tx, tick(i));
+                check(&pop_spin(&mut pong_rx), i);
             }
         },
         move || {
             for _ in 0..n {
-                let mut t = loop {
-                    if let Some(t) = ping_rx.try_pop() {
-                        break t;
-                    }
-                };
-                while let Err(e) = pong_tx.try_push(t) {
-                    t = e.into_inner();
-                }
+                let t = pop_spin(&mut ping_rx);
+                push_spin(&mut pong_tx, t);
             }
         },
     )
 }
 
+fn handoff_round_trip(n: u64) -> Duration {
+    round_trip_through(handoff_ring, n)
+}
+
 fn rtrb_round_trip(n: u64) -> Duration {
-    let (mut ping_tx, mut ping_rx) = rtrb::RingBuffer::<Tick>::new(CAPACITY);
-    let (mut pong_tx, mut pong_rx) = rtrb::RingBuffer::<Tick>::new(CAPACITY);
-    two_threads(
-        move || {
-            for i in 0..n {
-                let mut t = tick(i);
-                while let Err(rtrb::PushError::Full(e)) = ping_tx.push(t) {
-                    t = e;
-                }
-                let back = loop {
-                    if let Ok(t) = pong_rx.pop() {
-                        break t;
-                    }
-                };
-                check(&back, i);
-            }
-        },
-        move || {
-            for _ in 0..n {
-                let mut t = loop {
-                    if let Ok(t) = ping_rx.pop() {
-                        break t;
-                    }
-                };
-                while let Err(rtrb::PushError::Full(e)) = pong_tx.push(t) {
-                    t = e;
-                }
-            }
-        },
-    )
+    round_trip_through(rtrb_ring, n)
 }
 
 fn round_trip(c: &mut Criterion) {
