@@ -97,7 +97,10 @@ pub fn try_channel<T>(capacity: usize) -> Result<(Producer<T>, Consumer<T>), Cap
             requested: capacity,
             bytes,
         })?;
-    storage.resize_with(slots, MaybeUninit::uninit);
+    // SAFETY: `try_reserve_exact` made room for `slots` elements, and `MaybeUninit<T>`
+    // needs no initialisation. (No per-element loop: for a zero-sized `T`, `slots` can be
+    // huge.)
+    unsafe { storage.set_len(slots) };
     let buf = NonNull::from(Box::leak(storage.into_boxed_slice())).cast::<MaybeUninit<T>>();
 
     let ring = Arc::new(HeapRing {

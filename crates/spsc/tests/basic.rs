@@ -284,13 +284,24 @@ fn zero_sized_items_are_counted() {
 }
 
 #[test]
-fn handles_are_send_but_not_sync() {
+fn huge_capacity_of_zero_sized_items_is_cheap() {
+    let cap = 1usize << 40;
+    let (mut tx, mut rx) = channel::<()>(cap);
+    assert_eq!(tx.capacity(), cap);
+    assert_eq!(tx.push_slice(&[(); 100]), 100);
+    assert_eq!(rx.len(), 100);
+    assert_eq!(rx.pop_slice(&mut [(); 64]), 64);
+    assert_eq!(tx.free_len(), cap - 36);
+}
+
+#[test]
+fn handles_are_send() {
     fn is_send<T: Send>() {}
     is_send::<handoff_spsc::Producer<String>>();
     is_send::<handoff_spsc::Consumer<String>>();
-    // Not `Sync`: checked at compile time by the doc test on `Producer` failing to
-    // share; here we at least make sure `Send` holds for the static form too.
     is_send::<handoff_spsc::StaticProducer<'static, String, 4>>();
+    is_send::<handoff_spsc::StaticConsumer<'static, String, 4>>();
+    // That they are not `Sync` is a compile_fail doc test in the crate root.
 }
 
 #[test]
