@@ -87,10 +87,18 @@ impl<'a, T> WriteChunk<'a, T> {
         if self.written == self.len {
             return Err(value);
         }
-        // SAFETY: the slot is reserved (free, ours) and not yet written.
+        self.write_next(value);
+        Ok(())
+    }
+
+    /// Writes into the next unwritten slot; the caller has checked `written < len`.
+    #[inline(always)]
+    fn write_next(&mut self, value: T) {
+        debug_assert!(self.written < self.len);
+        // SAFETY: `written < len`, so the slot is reserved for this chunk (free, ours)
+        // and not yet written.
         unsafe { self.raw.write(self.tail.wrapping_add(self.written), value) };
         self.written += 1;
-        Ok(())
     }
 
     /// Writes items from `iter` until the chunk is full or `iter` ends; returns how
@@ -108,11 +116,7 @@ impl<'a, T> WriteChunk<'a, T> {
         let mut iter = iter.into_iter();
         while self.written < self.len {
             match iter.next() {
-                Some(value) => {
-                    // SAFETY: as in `push`: reserved and unwritten.
-                    unsafe { self.raw.write(self.tail.wrapping_add(self.written), value) };
-                    self.written += 1;
-                }
+                Some(value) => self.write_next(value),
                 None => break,
             }
         }

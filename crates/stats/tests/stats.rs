@@ -1,6 +1,6 @@
 //! handoff-stats against brute-force references computed from the sorted raw values.
 
-use handoff_stats::{DocBucket, Latency, MergeError, Unit};
+use handoff_stats::{DocBucket, Latency, MergeError, Unit, QUANTILES};
 
 /// Deterministic pseudo-random latencies: mostly ~100-300, some tail up to ~1e6.
 fn sample(n: usize, seed: u64) -> Vec<u64> {
@@ -80,13 +80,10 @@ fn doc_percentiles_match_a_brute_force_reading() {
         let mut sorted = values.clone();
         sorted.sort_unstable();
         let doc = l.doc_percentiles();
-        for (q, got) in [
-            (0.5, doc.p50),
-            (0.9, doc.p90),
-            (0.99, doc.p99),
-            (0.999, doc.p999),
-            (0.9999, doc.p9999),
-        ] {
+        for (q, got) in QUANTILES
+            .into_iter()
+            .zip([doc.p50, doc.p90, doc.p99, doc.p999, doc.p9999])
+        {
             let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
             let want = DocBucket::of(sorted[rank - 1]).midpoint();
             assert_eq!(got, want, "n={n} q={q}");
@@ -106,13 +103,10 @@ fn hdr_percentiles_are_within_three_significant_figures() {
     assert_eq!(p.count, values.len() as u64);
     let exact_mean = values.iter().map(|&v| v as f64).sum::<f64>() / values.len() as f64;
     assert!((p.mean - exact_mean).abs() < 1e-6 * exact_mean);
-    for (q, got) in [
-        (0.5, p.p50),
-        (0.9, p.p90),
-        (0.99, p.p99),
-        (0.999, p.p999),
-        (0.9999, p.p9999),
-    ] {
+    for (q, got) in QUANTILES
+        .into_iter()
+        .zip([p.p50, p.p90, p.p99, p.p999, p.p9999])
+    {
         let rank = ((q * values.len() as f64) as usize).max(1);
         let want = sorted[rank - 1] as f64;
         let rel = (got as f64 - want).abs() / want;
