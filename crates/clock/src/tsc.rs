@@ -76,6 +76,27 @@ pub fn rdtscp() -> (u64, u32) {
     (t, aux)
 }
 
+/// The documents' `rdtscp_ordered()`: `rdtscp; lfence`, returning the counter and
+/// `TSC_AUX`. Later instructions wait for the read, so the stamp can't drift past
+/// the work that follows it; the `TSC_AUX` value tells a harness which core took it.
+///
+/// ```
+/// let (t, aux) = handoff_clock::tsc::rdtscp_ordered();
+/// assert!(t > 0);
+/// let _cpu = handoff_clock::tsc::cpu_of(aux);
+/// ```
+#[inline(always)]
+pub fn rdtscp_ordered() -> (u64, u32) {
+    let mut aux = 0u32;
+    // SAFETY: as in `end`.
+    let t = unsafe {
+        let t = __rdtscp(&mut aux);
+        _mm_lfence();
+        t
+    };
+    (t, aux)
+}
+
 /// The cpu number Linux stores in the low 12 bits of `TSC_AUX`.
 ///
 /// ```

@@ -1,0 +1,73 @@
+//! Compiles the C++ variants with `cc` (-O3, C++17). Probes for the Boost lockfree
+//! headers first: without them the crate still builds and the Boost variant reports
+//! itself unavailable. `HANDOFF_CPP_NO_BOOST=1` forces that path (to test it).
+
+use std::{env, fs, path::PathBuf, process::Command};
+
+fn main() {
+    println!("cargo:rerun-if-changed=cpp");
+    println!("cargo:rerun-if-env-changed=HANDOFF_CPP_NO_BOOST");
+    println!("cargo:rerun-if-env-changed=CXX");
+    println!("cargo:rustc-check-cfg=cfg(have_boost)");
+    println!("cargo:rustc-check-cfg=cfg(have_cpp)");
+
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    if env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("x86_64") {
+        // The hot loops stamp with rdtscp; other targets get no C++ variants.
+        println!("cargo:rustc-env=HB_CXX_VERSION=not built (the C++ variants need x86_64)");
+        return;
+    }
+
+    let compiler = base().get_compiler();
+    let version = Command::new(compiler.path())
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_owned))
+        .unwrap_or_else(|| compiler.path().display().to_string());
+    println!("cargo:rustc-env=HB_CXX_VERSION={version}");
+
+    let no_boost = env::var_os("HANDOFF_CPP_NO_BOOST").is_some_and(|v| v != "0");
+    let have_boost = !no_boost && {
+        let probe = out.join("boost_probe.cpp");
+        fs::write(
+            &probe,
+            "#include <boost/lockfree/spsc_queue.hpp>\n\
+             boost::lockfree::spsc_queue<int, boost::lockfree::capacity<4>> hb_probe_q;\n",
+        )
+        .expect("write the Boost probe into OUT_DIR");
+        base()
+            .file(&probe)
+            .cargo_metadata(false)
+            .warnings(false)
+            .try_compile("hb_boost_probe")
+            .is_ok()
+    };
+    if have_boost {
+        println!("cargo:rustc-cfg=have_boost");
+    } else {
+        println!(
+            "cargo:warning=Boost lockfree headers not found: the boost-spsc variant will be \
+             unavailable (install libboost-dev)"
+        );
+    }
+
+    let mut build = base();
+    build.file("cpp/baseline.cpp");
+    if have_boost {
+        build.define("HB_HAVE_BOOST", None);
+    }
+    build.compile("hb_cpp_baseline");
+    println!("cargo:rustc-cfg=have_cpp");
+}
+
+fn base() -> cc::Build {
+    let mut b = cc::Build::new();
+    b.cpp(true)
+        .std("c++17")
+        .opt_level(3)
+        .flag_if_supported("-fno-fast-math")
+        .warnings(true);
+    b
+}

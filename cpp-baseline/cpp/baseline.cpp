@@ -1,0 +1,277 @@
+// The queue document's three C++ variants and their hot loops. Rust pins the
+// threads and calls hb_produce / hb_consume once per role; every per-item step
+// (pacing, rdtscp stamps, push, pop) happens here, with no call back into Rust.
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <queue>
+
+#include <x86intrin.h>
+
+#include "ring.hpp"
+
+#ifdef HB_HAVE_BOOST
+#include <boost/lockfree/spsc_queue.hpp>
+#endif
+
+namespace {
+
+// The document's 16-byte MarketTick.
+struct MarketTick {
+    uint64_t seq;
+    int32_t price;
+    uint32_t qty;
+};
+static_assert(sizeof(MarketTick) == 16, "MarketTick is 16 bytes");
+
+constexpr size_t kDocCapacity = 1024;
+
+enum Kind : int { kMutexCondvar = 0, kBoostSpsc = 1, kCppRing = 2 };
+
+// rdtscp; lfence: the documents' rdtscp_ordered(), with TSC_AUX for the core check.
+inline uint64_t rdtscp_ordered(uint32_t* aux) {
+    uint64_t t = __rdtscp(aux);
+    _mm_lfence();
+    return t;
+}
+
+inline MarketTick make_tick(uint64_t i) {
+    return MarketTick{i, static_cast<int32_t>(i * 7), static_cast<uint32_t>(i)};
+}
+
+// The bounded mutex + condvar queue, exactly the document's code.
+struct MutexQueue {
+    explicit MutexQueue(size_t n) : N(n) {}
+    const size_t N;
+    std::queue<MarketTick> q;
+    std::mutex mtx;
+    std::condition_variable cv_not_full;
+    std::condition_variable cv_not_empty;
+};
+
+struct Handle {
+    int kind;
+    void* queue;
+};
+
+}  // namespace
+
+extern "C" {
+
+// One thread's job. Mirrors `Role` in src/lib.rs (repr(C)).
+struct hb_role {
+    uint64_t n;              // items to send or receive
+    uint64_t t0;             // schedule origin, TSC ticks
+    double period;           // ticks between sends; 0 = unpaced
+    uint64_t* stamps;        // n stamps: send stamp by index / receive stamp by seq
+    uint32_t cpu;            // the core this thread is pinned to (TSC_AUX low 12 bits)
+    uint32_t _pad;
+    const uint8_t* stop;     // nonzero: stop pacing, push the rest at once
+    uint64_t off_cpu;        // out: stamps taken on another core
+    uint64_t bad_seq;        // out (consumer): items out of order or out of range
+};
+
+}  // extern "C"
+
+namespace {
+
+// Pacing: item i is due at t0 + floor(i * period), a fixed origin (open loop).
+// The wait spins on rdtsc with no pause instruction (see docs/methodology.md).
+inline void wait_until_due(const hb_role* r, uint64_t i, double& period) {
+    if ((i & 4095) == 0 && __atomic_load_n(r->stop, __ATOMIC_RELAXED) != 0) period = 0.0;
+    if (period > 0.0) {
+        const uint64_t due = r->t0 + static_cast<uint64_t>(static_cast<double>(i) * period);
+        while (__rdtsc() < due) {
+        }
+    }
+}
+
+template <class Q, class TryPush>
+void produce_spin(Q& q, hb_role* r, TryPush try_push) {
+    double period = r->period;
+    uint64_t off = 0;
+    for (uint64_t i = 0; i < r->n; ++i) {
+        wait_until_due(r, i, period);
+        const MarketTick tick = make_tick(i);
+        uint32_t aux;
+        r->stamps[i] = rdtscp_ordered(&aux);
+        off += (aux & 0xfff) != r->cpu;
+        while (!try_push(q, tick)) { /* spin */
+        }
+    }
+    r->off_cpu = off;
+}
+
+template <class Q, class TryPop>
+void consume_spin(Q& q, hb_role* r, TryPop try_pop) {
+    uint64_t off = 0, bad = 0;
+    for (uint64_t k = 0; k < r->n; ++k) {
+        MarketTick t;
+        while (!try_pop(q, t)) { /* spin */
+        }
+        uint32_t aux;
+        const uint64_t ts = rdtscp_ordered(&aux);
+        off += (aux & 0xfff) != r->cpu;
+        if (t.seq != k || t.seq >= r->n || t.qty != static_cast<uint32_t>(t.seq)) {
+            ++bad;
+            continue;
+        }
+        r->stamps[t.seq] = ts;
+    }
+    r->off_cpu = off;
+    r->bad_seq = bad;
+}
+
+void produce_mutex(MutexQueue& m, hb_role* r) {
+    double period = r->period;
+    uint64_t off = 0;
+    for (uint64_t i = 0; i < r->n; ++i) {
+        wait_until_due(r, i, period);
+        const MarketTick tick = make_tick(i);
+        uint32_t aux;
+        r->stamps[i] = rdtscp_ordered(&aux);
+        off += (aux & 0xfff) != r->cpu;
+        {
+            std::unique_lock<std::mutex> lk(m.mtx);
+            m.cv_not_full.wait(lk, [&] { return m.q.size() < m.N; });
+            m.q.push(tick);
+        }
+        m.cv_not_empty.notify_one();
+    }
+    r->off_cpu = off;
+}
+
+void consume_mutex(MutexQueue& m, hb_role* r) {
+    uint64_t off = 0, bad = 0;
+    for (uint64_t k = 0; k < r->n; ++k) {
+        MarketTick tick;
+        {
+            std::unique_lock<std::mutex> lk(m.mtx);
+            m.cv_not_empty.wait(lk, [&] { return !m.q.empty(); });
+            tick = m.q.front();
+            m.q.pop();
+        }
+        m.cv_not_full.notify_one();
+        uint32_t aux;
+        const uint64_t ts = rdtscp_ordered(&aux);  // after unlock
+        off += (aux & 0xfff) != r->cpu;
+        if (tick.seq != k || tick.seq >= r->n || tick.qty != static_cast<uint32_t>(tick.seq)) {
+            ++bad;
+            continue;
+        }
+        r->stamps[tick.seq] = ts;
+    }
+    r->off_cpu = off;
+    r->bad_seq = bad;
+}
+
+using Ring1024 = hb::SpscRing<MarketTick, kDocCapacity>;
+using RingDyn = hb::SpscRing<MarketTick>;
+#ifdef HB_HAVE_BOOST
+using Boost1024 = boost::lockfree::spsc_queue<MarketTick, boost::lockfree::capacity<kDocCapacity>>;
+using BoostDyn = boost::lockfree::spsc_queue<MarketTick>;
+#endif
+
+// Each queue type is tagged by kind and by whether its capacity is the compile-time 1024.
+enum Impl : int { kMutex, kRing1024, kRingDyn, kBoost1024, kBoostDyn };
+
+const auto ring_push = [](auto& q, const MarketTick& t) { return q.try_push(t); };
+const auto ring_pop = [](auto& q, MarketTick& t) { return q.try_pop(t); };
+#ifdef HB_HAVE_BOOST
+const auto boost_push = [](auto& q, const MarketTick& t) { return q.push(t); };
+const auto boost_pop = [](auto& q, MarketTick& t) { return q.pop(t); };
+#endif
+
+}  // namespace
+
+extern "C" {
+
+int hb_boost_available(void) {
+#ifdef HB_HAVE_BOOST
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int hb_tick_size(void) { return static_cast<int>(sizeof(MarketTick)); }
+
+// The pacer's schedule, exported so a test can check that C++ and Rust agree.
+uint64_t hb_due(uint64_t t0, double period, uint64_t i) {
+    return t0 + static_cast<uint64_t>(static_cast<double>(i) * period);
+}
+
+// Returns NULL when the kind is unknown or unavailable (Boost without headers), or
+// the capacity is unusable (0; not a power of two for the ring), or allocation fails.
+void* hb_new(int kind, size_t capacity) {
+    if (capacity == 0) return nullptr;
+    try {
+        switch (kind) {
+            case kMutexCondvar:
+                return new Handle{kMutex, new MutexQueue(capacity)};
+            case kCppRing:
+                if ((capacity & (capacity - 1)) != 0) return nullptr;
+                if (capacity == kDocCapacity) return new Handle{kRing1024, new Ring1024()};
+                return new Handle{kRingDyn, new RingDyn(capacity)};
+            case kBoostSpsc:
+#ifdef HB_HAVE_BOOST
+                if (capacity == kDocCapacity) return new Handle{kBoost1024, new Boost1024()};
+                return new Handle{kBoostDyn, new BoostDyn(capacity)};
+#else
+                return nullptr;
+#endif
+            default:
+                return nullptr;
+        }
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+void hb_free(void* h) {
+    Handle* handle = static_cast<Handle*>(h);
+    if (handle == nullptr) return;
+    switch (handle->kind) {
+        case kMutex: delete static_cast<MutexQueue*>(handle->queue); break;
+        case kRing1024: delete static_cast<Ring1024*>(handle->queue); break;
+        case kRingDyn: delete static_cast<RingDyn*>(handle->queue); break;
+#ifdef HB_HAVE_BOOST
+        case kBoost1024: delete static_cast<Boost1024*>(handle->queue); break;
+        case kBoostDyn: delete static_cast<BoostDyn*>(handle->queue); break;
+#endif
+        default: break;
+    }
+    delete handle;
+}
+
+void hb_produce(void* h, hb_role* r) {
+    Handle* handle = static_cast<Handle*>(h);
+    switch (handle->kind) {
+        case kMutex: produce_mutex(*static_cast<MutexQueue*>(handle->queue), r); break;
+        case kRing1024: produce_spin(*static_cast<Ring1024*>(handle->queue), r, ring_push); break;
+        case kRingDyn: produce_spin(*static_cast<RingDyn*>(handle->queue), r, ring_push); break;
+#ifdef HB_HAVE_BOOST
+        case kBoost1024: produce_spin(*static_cast<Boost1024*>(handle->queue), r, boost_push); break;
+        case kBoostDyn: produce_spin(*static_cast<BoostDyn*>(handle->queue), r, boost_push); break;
+#endif
+        default: break;
+    }
+}
+
+void hb_consume(void* h, hb_role* r) {
+    Handle* handle = static_cast<Handle*>(h);
+    switch (handle->kind) {
+        case kMutex: consume_mutex(*static_cast<MutexQueue*>(handle->queue), r); break;
+        case kRing1024: consume_spin(*static_cast<Ring1024*>(handle->queue), r, ring_pop); break;
+        case kRingDyn: consume_spin(*static_cast<RingDyn*>(handle->queue), r, ring_pop); break;
+#ifdef HB_HAVE_BOOST
+        case kBoost1024: consume_spin(*static_cast<Boost1024*>(handle->queue), r, boost_pop); break;
+        case kBoostDyn: consume_spin(*static_cast<BoostDyn*>(handle->queue), r, boost_pop); break;
+#endif
+        default: break;
+    }
+}
+
+}  // extern "C"
