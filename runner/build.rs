@@ -1,0 +1,39 @@
+//! Records the compiler and the git revision the runner was built from, for the
+//! environment block of every result.
+
+use std::process::Command;
+
+fn run(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).args(args).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(String::from_utf8(out.stdout).ok()?.trim().to_string())
+}
+
+fn main() {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let version = run(&rustc, &["--version"]).unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=RUNNER_RUSTC_VERSION={version}");
+
+    let rev = run("git", &["rev-parse", "--short=12", "HEAD"]).map(|r| {
+        let dirty = run("git", &["status", "--porcelain", "--untracked-files=no"])
+            .is_some_and(|s| !s.is_empty());
+        if dirty {
+            format!("{r}-dirty")
+        } else {
+            r
+        }
+    });
+    println!(
+        "cargo:rustc-env=RUNNER_GIT_REVISION={}",
+        rev.unwrap_or_else(|| "unknown (not built from a git checkout)".into())
+    );
+    // Rebuild the stamp when HEAD moves or the index changes.
+    for p in ["../.git/HEAD", "../.git/index"] {
+        if std::path::Path::new(p).exists() {
+            println!("cargo:rerun-if-changed={p}");
+        }
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+}

@@ -1,0 +1,306 @@
+//! The command line: `runner queue ...` and `runner all`. Bad input gets one line on
+//! stderr and exit status 2, before anything is measured or written.
+
+use crate::lab::env::Env;
+use crate::lab::pin;
+use crate::lab::results::Outputs;
+use crate::lab::stop;
+use crate::lab::topology::Topology;
+use crate::queue::{self, variants, Config, Mode};
+use clap::{Args, Parser, Subcommand};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The handoff lab: reproduces the source documents' experiments on pinned threads
+/// and prints the documents' numbers beside this machine's.
+#[derive(Parser, Debug)]
+#[command(name = "runner", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// SPSC queue document: lock-free rings vs Boost vs mutex+condvar.
+    Queue(QueueArgs),
+    /// Every experiment with its defaults (today: queue, all modes).
+    All {
+        /// Output directory.
+        #[arg(long, default_value = "handoff-results")]
+        out: PathBuf,
+    },
+}
+
+/// `runner queue` options.
+#[derive(Args, Debug, Clone)]
+pub struct QueueArgs {
+    /// Variants, comma-separated [default: all: handoff-spsc,rtrb,std-mutex-condvar,cpp-ring,boost-spsc,mutex-condvar]
+    #[arg(long)]
+    variants: Option<String>,
+    /// Cores: producer,consumer[,control thread] [default: adapted to this machine]
+    #[arg(long)]
+    pin: Option<String>,
+    /// Offered rate of the headline run, items per second
+    #[arg(long, default_value = "1e6")]
+    rate: String,
+    /// Items per run
+    #[arg(long, default_value = "1000000")]
+    items: String,
+    /// Outer runs (histograms are merged over them)
+    #[arg(long, default_value = "5")]
+    runs: String,
+    /// Queue capacity, items
+    #[arg(long, default_value = "1024")]
+    capacity: String,
+    /// Output directory for the JSON and SVG files
+    #[arg(long, default_value = "handoff-results")]
+    out: PathBuf,
+    /// Run the paced headline measurement (the default when no mode is named)
+    #[arg(long)]
+    headline: bool,
+    /// Run the load sweep: twelve offered rates from 100 kHz to 50 MHz
+    #[arg(long)]
+    sweep: bool,
+    /// Run unpaced (saturated) throughput
+    #[arg(long)]
+    throughput: bool,
+    /// Run all three modes
+    #[arg(long)]
+    all: bool,
+    /// Sweep: seconds of offered load per point and run (caps --items at low rates)
+    #[arg(long, default_value = "0.2")]
+    sweep_seconds: String,
+}
+
+fn parse_num<T: std::str::FromStr>(flag: &str, s: &str) -> Result<T, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("--{flag} {s}: not a number"))
+}
+
+/// A whole count that may be written `1e6` or `1_000_000`.
+fn parse_count(flag: &str, s: &str) -> Result<usize, String> {
+    let clean = s.trim().replace('_', "");
+    if let Ok(n) = clean.parse::<usize>() {
+        return Ok(n);
+    }
+    let f: f64 = parse_num(flag, &clean)?;
+    if f.fract() != 0.0 || f < 0.0 || !f.is_finite() || f > usize::MAX as f64 {
+        return Err(format!("--{flag} {s}: not a whole number"));
+    }
+    Ok(f as usize)
+}
+
+/// Validates `runner queue` arguments against the machine. Every error is one line.
+pub fn queue_config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>), String> {
+    let variants = match &a.variants {
+        Some(s) => variants::parse_variants(s)?,
+        None => variants::Variant::ALL.to_vec(),
+    };
+    let rate: f64 = parse_num("rate", &a.rate)?;
+    if !(rate > 0.0 && rate.is_finite()) {
+        return Err(format!("--rate {}: the offered rate must be above 0 items/s", a.rate));
+    }
+    if rate > 1e9 {
+        return Err(format!("--rate {}: above 1e9 items/s, no pacer can keep that schedule; use --throughput for unpaced runs", a.rate));
+    }
+    let items = parse_count("items", &a.items)?;
+    if items == 0 {
+        return Err("--items 0: a run needs at least 1 item".into());
+    }
+    if items > 1 << 30 {
+        return Err(format!("--items {}: at most 2^30 items per run (16 bytes of stamps each)", a.items));
+    }
+    let runs = parse_count("runs", &a.runs)?;
+    if runs == 0 {
+        return Err("--runs 0: at least 1 run is needed".into());
+    }
+    let capacity = parse_count("capacity", &a.capacity)?;
+    if capacity == 0 {
+        return Err("--capacity 0: a queue must hold at least 1 item".into());
+    }
+    if capacity > 1 << 30 {
+        return Err(format!("--capacity {}: at most 2^30 items", a.capacity));
+    }
+    let sweep_seconds: f64 = parse_num("sweep-seconds", &a.sweep_seconds)?;
+    if !(sweep_seconds > 0.0 && sweep_seconds.is_finite()) {
+        return Err(format!("--sweep-seconds {}: must be above 0", a.sweep_seconds));
+    }
+    if a.out.exists() && !a.out.is_dir() {
+        return Err(format!("--out {}: exists and is not a directory", a.out.display()));
+    }
+    let (pins, note) = match &a.pin {
+        Some(s) => {
+            let pins = pin::parse_pins(s)?;
+            pin::validate(&pins, &["producer", "consumer"], 3, topo)?;
+            (pins, None)
+        }
+        None => pin::default_pins(2, topo)?,
+    };
+    let mut modes = Vec::new();
+    if a.headline || a.all || !(a.sweep || a.throughput) {
+        modes.push(Mode::Headline);
+    }
+    if a.sweep || a.all {
+        modes.push(Mode::Sweep);
+    }
+    if a.throughput || a.all {
+        modes.push(Mode::Throughput);
+    }
+    Ok((
+        Config {
+            variants,
+            pins,
+            rate_hz: rate,
+            items,
+            runs,
+            capacity,
+            out: a.out.clone(),
+            modes,
+            sweep_seconds,
+            sweep_min_items: 20_000.min(items),
+        },
+        note,
+    ))
+}
+
+/// Entry point: parses, validates, runs, reports. Exit 0 on success, 1 on a failed
+/// run, 2 on bad input, 130 after Ctrl-C.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            }
+            let text = e.to_string();
+            let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad arguments");
+            eprintln!("runner: {}", line.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
+    let args = match cli.cmd {
+        Cmd::Queue(a) => a,
+        Cmd::All { out } => QueueArgs {
+            variants: None,
+            pin: None,
+            rate: "1e6".into(),
+            items: "1000000".into(),
+            runs: "5".into(),
+            capacity: "1024".into(),
+            out,
+            headline: false,
+            sweep: false,
+            throughput: false,
+            all: true,
+            sweep_seconds: "0.2".into(),
+        },
+    };
+    if !cfg!(target_arch = "x86_64") {
+        eprintln!("runner: the lab stamps with rdtscp and needs an x86_64 CPU");
+        return ExitCode::from(2);
+    }
+    let topo = Topology::read();
+    let (cfg, note) = match queue_config(&args, &topo) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("runner: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run_queue(&cfg, note, &topo) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("runner: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run_queue(cfg: &Config, note: Option<String>, topo: &Topology) -> Result<ExitCode, String> {
+    stop::install();
+    let started = crate::now_rfc3339();
+    if let Some(c) = cfg.pins.get(2) {
+        pin::pin_current(*c)?;
+    }
+    let clock = handoff_clock::Clock::calibrate();
+    if clock.source() != handoff_clock::Source::Tsc {
+        return Err(format!(
+            "the TSC is not usable here ({}); the queue experiment needs it",
+            clock.calibration().fallback_reason.clone().unwrap_or_default()
+        ));
+    }
+    let mut pins = BTreeMap::new();
+    pins.insert("producer".to_string(), Some(cfg.pins[0]));
+    pins.insert("consumer".to_string(), Some(cfg.pins[1]));
+    pins.insert("control".to_string(), cfg.pins.get(2).copied());
+    let env = Env::capture(topo, &clock, pins, note.clone());
+    println!("queue (seeds/002): {}", env.summary());
+    println!(
+        "pins: producer {}, consumer {}, control {}{}",
+        cfg.pins[0],
+        cfg.pins[1],
+        cfg.pins.get(2).map(|c| c.to_string()).unwrap_or_else(|| "unpinned".into()),
+        match topo.share_l3(cfg.pins[0], cfg.pins[1]) {
+            Some(true) => " (producer and consumer share an L3)",
+            Some(false) => " (producer and consumer on different L3s)",
+            None => "",
+        }
+    );
+    if let Some(n) = &note {
+        println!("note: {n}");
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {elapsed} (eta {eta})  {msg}")
+            .map_err(|e| e.to_string())?,
+    );
+    let outcome = queue::execute(cfg, &clock, &bar);
+    bar.finish_and_clear();
+    let outcome = outcome?;
+    if outcome.interrupted {
+        eprintln!("runner: interrupted; nothing was written");
+        return Ok(ExitCode::from(130));
+    }
+    for &mode in &cfg.modes {
+        match mode {
+            Mode::Headline => print!(
+                "{}",
+                queue::report::table(
+                    &format!(
+                        "\nheadline: paced at {}, {} runs x {} items, capacity {}, latency = producer stamp before push -> consumer stamp after pop",
+                        queue::report::fmt_rate(cfg.rate_hz), cfg.runs, cfg.items, cfg.capacity
+                    ),
+                    outcome.of(Mode::Headline)
+                )
+            ),
+            Mode::Sweep => print!("\n{}", queue::report::sweep_table(&outcome, cfg)),
+            Mode::Throughput => print!(
+                "{}",
+                queue::report::table(
+                    &format!("\nthroughput: unpaced, {} runs x {} items, capacity {} (medians of runs)", cfg.runs, cfg.items, cfg.capacity),
+                    outcome.of(Mode::Throughput)
+                )
+            ),
+        }
+    }
+    let claims = queue::claims::claims(&outcome, cfg);
+    print!("\n{}", queue::report::claims_table(&claims));
+    let json = queue::report::results_json(&outcome, cfg, &env, &started, &claims);
+    let mut files = Outputs::new();
+    queue::report::outputs(&outcome, cfg, &json, &mut files)?;
+    if stop::requested() {
+        eprintln!("runner: interrupted; nothing was written");
+        return Ok(ExitCode::from(130));
+    }
+    let written = files.commit().map_err(|e| format!("writing results: {e}"))?;
+    println!();
+    for p in written {
+        println!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

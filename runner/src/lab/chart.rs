@@ -1,0 +1,258 @@
+//! SVG charts with plotters: log-log line charts (CCDF, load sweep), a log-x density
+//! chart (PDF), and bars (throughput). Each returns the SVG text; the caller writes it
+//! with the results.
+
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::prelude::*;
+
+/// One named line.
+#[derive(Clone, Debug)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// (x, y) points in x order.
+    pub points: Vec<(f64, f64)>,
+}
+
+const W: u32 = 960;
+const H: u32 = 600;
+
+fn color(i: usize) -> RGBColor {
+    const P: [RGBColor; 8] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+    ];
+    P[i % P.len()]
+}
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    format!("chart: {e}")
+}
+
+/// Range of positive values across series, padded; `None` when there are none.
+fn positive_range(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+    for v in vals.filter(|v| *v > 0.0 && v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    (hi > 0.0).then(|| (lo / 1.5, hi * 1.5))
+}
+
+fn linear_range(vals: impl Iterator<Item = f64>) -> (f64, f64) {
+    let hi = vals.filter(|v| v.is_finite()).fold(0.0f64, f64::max);
+    (0.0, if hi > 0.0 { hi * 1.1 } else { 1.0 })
+}
+
+fn draw<DB, X, Y>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    x: X,
+    y: Y,
+    series: &[Series],
+) -> Result<(), String>
+where
+    DB: DrawingBackend,
+    X: AsRangedCoord<Value = f64>,
+    Y: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x, y)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .draw()
+        .map_err(err)?;
+    for (i, s) in series.iter().enumerate() {
+        let c = color(i);
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .copied()
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .map_err(err)?
+            .label(s.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}
+
+/// A log-log line chart (CCDF; one panel of the load sweep).
+pub fn loglog(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        draw_loglog(&root, title, x_label, y_label, series)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+fn draw_loglog<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<(), String> {
+    let xr = positive_range(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
+        .unwrap_or((1.0, 10.0));
+    let yr = positive_range(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)))
+        .unwrap_or((1.0, 10.0));
+    let positive: Vec<Series> = series
+        .iter()
+        .map(|s| Series {
+            name: s.name.clone(),
+            points: s.points.iter().copied().filter(|(x, y)| *x > 0.0 && *y > 0.0).collect(),
+        })
+        .collect();
+    draw(
+        area,
+        title,
+        x_label,
+        y_label,
+        (xr.0..xr.1).log_scale(),
+        (yr.0..yr.1).log_scale(),
+        &positive,
+    )
+}
+
+/// Several log-log panels side by side (the load sweep: p50, p99, p99.9).
+pub fn loglog_panels(panels: &[(String, Vec<Series>)], x_label: &str, y_label: &str) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let n = panels.len().max(1);
+        let root = SVGBackend::with_string(&mut svg, (W * n as u32 / 2 + 200, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let areas = root.split_evenly((1, n));
+        for (area, (title, series)) in areas.iter().zip(panels) {
+            draw_loglog(area, title, x_label, y_label, series)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// A line chart with a log x axis and a linear y axis (the PDF).
+pub fn logx(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let xr = positive_range(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
+            .unwrap_or((1.0, 10.0));
+        let yr = linear_range(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+        draw(&root, title, x_label, y_label, (xr.0..xr.1).log_scale(), yr.0..yr.1, series)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Vertical bars, one per name, value labelled above each.
+pub fn bars(title: &str, y_label: &str, bars: &[(String, f64)]) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let n = bars.len().max(1);
+        let (_, top) = linear_range(bars.iter().map(|b| b.1));
+        let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0.0..top * 1.1)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 {
+                    names.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc(y_label)
+            .draw()
+            .map_err(err)?;
+        for (i, (_, v)) in bars.iter().enumerate() {
+            let x = i as f64;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x - 0.35, 0.0), (x + 0.35, *v)],
+                    color(i).filled(),
+                )))
+                .map_err(err)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("{v:.1}"),
+                    (x - 0.15, *v + top * 0.03),
+                    ("sans-serif", 14),
+                )))
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(name: &str, pts: &[(f64, f64)]) -> Series {
+        Series { name: name.into(), points: pts.to_vec() }
+    }
+
+    #[test]
+    fn charts_render_svg_with_legends() {
+        let a = s("handoff-spsc", &[(100.0, 1.0), (200.0, 0.1), (5000.0, 0.001)]);
+        let b = s("mutex-condvar", &[(1000.0, 1.0), (50_000.0, 0.01)]);
+        let svg = loglog("CCDF", "latency (ns)", "fraction ≥ x", &[a.clone(), b.clone()]).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("handoff-spsc") && svg.contains("mutex-condvar"));
+        let svg = logx("PDF", "latency (ns)", "fraction", &[a.clone()]).unwrap();
+        assert!(svg.contains("<polyline") || svg.contains("<path"));
+        let svg = loglog_panels(&[("p50".into(), vec![a.clone()]), ("p99".into(), vec![b])], "rate", "ns").unwrap();
+        assert!(svg.contains("p50") && svg.contains("p99"));
+        let svg = bars("throughput", "M items/s", &[("a".into(), 10.0), ("b".into(), 3.5)]).unwrap();
+        assert!(svg.contains("10.0") && svg.contains("3.5"));
+    }
+
+    #[test]
+    fn empty_or_nonpositive_data_still_renders() {
+        assert!(loglog("t", "x", "y", &[]).is_ok());
+        assert!(loglog("t", "x", "y", &[s("z", &[(0.0, 0.0), (-1.0, 5.0)])]).is_ok());
+        assert!(bars("t", "y", &[]).is_ok());
+    }
+}

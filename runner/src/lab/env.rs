@@ -1,0 +1,154 @@
+//! The environment every result carries: CPU, cores, allowed CPUs, L3 groups, pins,
+//! kernel, virtualisation, compilers, git revision and the TSC calibration.
+
+use super::topology::{format_cpu_list, Topology};
+use handoff_clock::{Calibration, Clock, ReadCost};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fs;
+
+/// The captured environment (the `env` object of the results JSON).
+#[derive(Clone, Debug, Serialize)]
+pub struct Env {
+    /// `model name` from `/proc/cpuinfo`.
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub cores_online: usize,
+    /// Online CPUs, kernel list form.
+    pub online_cpus: String,
+    /// CPUs this process may run on, kernel list form.
+    pub allowed_cpus: String,
+    /// L3-sharing groups, kernel list form each.
+    pub l3_groups: Vec<String>,
+    /// Role -> core.
+    pub pins: BTreeMap<String, Option<usize>>,
+    /// What had to share a core, if anything.
+    pub pin_note: Option<String>,
+    /// `/proc/sys/kernel/osrelease`.
+    pub kernel: String,
+    /// Hypervisor, when one is detected.
+    pub virtualization: String,
+    /// The rustc that built the runner.
+    pub rustc: String,
+    /// The C++ compiler that built cpp-baseline.
+    pub cxx: String,
+    /// Whether the Boost headers were found when cpp-baseline was built.
+    pub boost: bool,
+    /// Git revision of the build (`-dirty` with uncommitted changes).
+    pub git_revision: String,
+    /// Build profile of the runner.
+    pub build_profile: String,
+    /// TSC calibration.
+    pub tsc: Calibration,
+    /// Measured cost of one read of each kind.
+    pub clock_read_cost_ns: ReadCost,
+}
+
+impl Env {
+    /// Captures the environment for the given pins.
+    pub fn capture(
+        topo: &Topology,
+        clock: &Clock,
+        pins: BTreeMap<String, Option<usize>>,
+        pin_note: Option<String>,
+    ) -> Env {
+        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        Env {
+            cpu_model: cpu_model(&cpuinfo),
+            cores_online: topo.online.len(),
+            online_cpus: format_cpu_list(&topo.online),
+            allowed_cpus: format_cpu_list(&topo.allowed),
+            l3_groups: topo.l3_groups.iter().map(|g| format_cpu_list(g)).collect(),
+            pins,
+            pin_note,
+            kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
+            virtualization: virtualization(&cpuinfo),
+            rustc: env!("RUNNER_RUSTC_VERSION").to_string(),
+            cxx: cpp_baseline::cxx_version().to_string(),
+            boost: cpp_baseline::Kind::BoostSpsc.unavailable().is_none(),
+            git_revision: env!("RUNNER_GIT_REVISION").to_string(),
+            build_profile: if cfg!(debug_assertions) { "debug" } else { "release" }.into(),
+            tsc: clock.calibration().clone(),
+            clock_read_cost_ns: clock.read_cost(),
+        }
+    }
+
+    /// One line for the top of the printed report.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} | {} cores online, allowed {} | L3 groups [{}] | {} | kernel {} | TSC {:.4} GHz ({:?}, ±{:.2} ppm) | {}",
+            self.cpu_model,
+            self.cores_online,
+            self.allowed_cpus,
+            self.l3_groups.join("] ["),
+            self.virtualization,
+            self.kernel,
+            self.tsc.freq_hz / 1e9,
+            self.tsc.source,
+            self.tsc.error_ppm,
+            self.git_revision
+        )
+    }
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// `model name` of the first processor in a `/proc/cpuinfo` text.
+pub fn cpu_model(cpuinfo: &str) -> String {
+    cpuinfo
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == "model name").then(|| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The hypervisor, from the cpuinfo `hypervisor` flag and the DMI product strings.
+pub fn virtualization(cpuinfo: &str) -> String {
+    let flagged = cpuinfo.lines().any(|l| {
+        l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")
+    });
+    let dmi: Vec<String> = ["sys_vendor", "product_name"]
+        .iter()
+        .filter_map(|f| read_trim(&format!("/sys/class/dmi/id/{f}")))
+        .collect();
+    match (flagged, dmi.is_empty()) {
+        (false, _) => "none detected (bare metal?)".into(),
+        (true, true) => "hypervisor present".into(),
+        (true, false) => format!("hypervisor present: {}", dmi.join(" ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpuinfo_fields() {
+        let ci = "processor\t: 0\nmodel name\t: AMD EPYC 9B14\nflags\t\t: fpu sse hypervisor rdtscp\n";
+        assert_eq!(cpu_model(ci), "AMD EPYC 9B14");
+        assert!(virtualization(ci).starts_with("hypervisor present"));
+        assert_eq!(cpu_model(""), "unknown");
+        assert!(virtualization("flags : fpu sse\n").starts_with("none detected"));
+    }
+
+    #[test]
+    fn capture_fills_every_field() {
+        let topo = Topology::read();
+        let clock = Clock::quick();
+        let mut pins = BTreeMap::new();
+        pins.insert("producer".to_string(), Some(0));
+        let e = Env::capture(&topo, &clock, pins, None);
+        assert!(e.cores_online >= 1 && !e.allowed_cpus.is_empty());
+        assert!(e.rustc.starts_with("rustc "));
+        assert!(!e.git_revision.is_empty() && !e.cxx.is_empty());
+        let json = serde_json::to_value(&e).unwrap();
+        for key in ["cpu_model", "allowed_cpus", "l3_groups", "pins", "kernel", "virtualization", "rustc", "cxx", "git_revision", "tsc"] {
+            assert!(json.get(key).is_some(), "env lacks {key}");
+        }
+        assert!(json["tsc"]["freq_hz"].as_f64().unwrap() > 0.0);
+    }
+}

@@ -1,0 +1,260 @@
+//! Pin lists: parsing, validation against the allowed CPU set, machine-adapted
+//! defaults, pinning a thread and checking that it really runs where it was put.
+
+use super::topology::{format_cpu_list, Topology};
+
+/// Parses `--pin` (`P,C[,M...]`): CPU numbers separated by commas, each once.
+///
+/// ```
+/// use runner::lab::pin::parse_pins;
+/// assert_eq!(parse_pins("4,5,6").unwrap(), vec![4, 5, 6]);
+/// assert!(parse_pins("4,4").unwrap_err().contains("twice"));
+/// ```
+pub fn parse_pins(s: &str) -> Result<Vec<usize>, String> {
+    let mut out: Vec<usize> = Vec::new();
+    if s.trim().is_empty() {
+        return Err("--pin: empty pin list (expected e.g. --pin 0,1)".into());
+    }
+    for part in s.split(',') {
+        let p = part.trim();
+        let cpu = p
+            .parse::<usize>()
+            .map_err(|_| format!("--pin {s}: {p:?} is not a CPU number"))?;
+        if out.contains(&cpu) {
+            return Err(format!("--pin {s}: core {cpu} is named twice"));
+        }
+        out.push(cpu);
+    }
+    Ok(out)
+}
+
+/// Checks a pin list against the roles it must fill and the CPUs this process may
+/// use. The error names the cores that are missing and the ones that exist.
+///
+/// ```
+/// use runner::lab::{pin::validate, topology::Topology};
+/// let t = Topology { online: vec![0, 1], allowed: vec![0, 1], l3_groups: vec![] };
+/// let e = validate(&[4, 5, 6], &["producer", "consumer"], 3, &t).unwrap_err();
+/// assert!(e.contains("4, 5 and 6") && e.contains("0-1"), "{e}");
+/// ```
+pub fn validate(
+    pins: &[usize],
+    roles: &[&str],
+    max: usize,
+    topo: &Topology,
+) -> Result<(), String> {
+    let list = pins
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let missing: Vec<usize> = pins
+        .iter()
+        .copied()
+        .filter(|c| !topo.allowed.contains(c))
+        .collect();
+    if !missing.is_empty() {
+        let (what, verb) = if missing.len() == 1 {
+            ("core", "is")
+        } else {
+            ("cores", "are")
+        };
+        let names = join_and(&missing);
+        let online = if topo.online.len() > topo.allowed.len() {
+            format!(" (online: {})", format_cpu_list(&topo.online))
+        } else {
+            String::new()
+        };
+        return Err(format!(
+            "--pin {list}: {what} {names} {verb} not available; this process may run on \
+             cores {} ({} in all){online}",
+            format_cpu_list(&topo.allowed),
+            topo.allowed.len()
+        ));
+    }
+    if pins.len() < roles.len() || pins.len() > max {
+        return Err(format!(
+            "--pin {list}: expected {} to {max} cores ({}{})",
+            roles.len(),
+            roles.join(", "),
+            if max > roles.len() {
+                ", then the runner's control thread"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(())
+}
+
+fn join_and(cpus: &[usize]) -> String {
+    let s: Vec<String> = cpus.iter().map(usize::to_string).collect();
+    match s.len() {
+        0 => String::new(),
+        1 => s[0].clone(),
+        n => format!("{} and {}", s[..n - 1].join(", "), s[n - 1]),
+    }
+}
+
+/// Default pins for `roles` measured threads plus the control thread, adapted to the
+/// machine: the measured threads on distinct allowed cores, sharing an L3 when an
+/// L3 group has room, and the control thread on a core of its own when one is left.
+/// Returns the pins (the control thread's last, when it has one) and a note saying
+/// what had to share. Errors when there are fewer allowed cores than measured roles.
+///
+/// ```
+/// use runner::lab::{pin::default_pins, topology::Topology};
+/// let t = Topology { online: vec![0, 1], allowed: vec![0, 1], l3_groups: vec![vec![0, 1]] };
+/// let (pins, note) = default_pins(2, &t).unwrap();
+/// assert_eq!(pins, vec![0, 1]);
+/// assert!(note.unwrap().contains("shares"));
+/// ```
+pub fn default_pins(roles: usize, topo: &Topology) -> Result<(Vec<usize>, Option<String>), String> {
+    let allowed = &topo.allowed;
+    if allowed.len() < roles {
+        return Err(format!(
+            "this experiment needs {roles} cores for its measured threads; this process may \
+             run on {} (cores {})",
+            allowed.len(),
+            format_cpu_list(allowed)
+        ));
+    }
+    // Prefer an L3 group with room for every measured thread; skip core 0 when the
+    // machine is big enough (it takes most interrupts).
+    let skip0 = allowed.len() > roles + 1;
+    let usable = |c: &usize| allowed.contains(c) && !(skip0 && *c == 0);
+    let mut chosen: Vec<usize> = topo
+        .l3_groups
+        .iter()
+        .map(|g| g.iter().copied().filter(usable).collect::<Vec<_>>())
+        .find(|g| g.len() >= roles)
+        .map(|g| g[..roles].to_vec())
+        .unwrap_or_else(|| allowed.iter().copied().filter(usable).take(roles).collect());
+    if chosen.len() < roles {
+        chosen = allowed[..roles].to_vec();
+    }
+    let spare = allowed.iter().copied().find(|c| !chosen.contains(c));
+    let note = match spare {
+        Some(c) => {
+            chosen.push(c);
+            None
+        }
+        None => Some(format!(
+            "{} cores: the control thread is not pinned and shares a core with the measured \
+             threads (it sleeps while they run)",
+            allowed.len()
+        )),
+    };
+    Ok((chosen, note))
+}
+
+/// The CPU the calling thread runs on right now: `TSC_AUX` from `rdtscp` on x86_64,
+/// else `/proc/thread-self/stat`.
+pub fn current_cpu() -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if handoff_clock::tsc::has_rdtscp() {
+        let (_, aux) = handoff_clock::tsc::rdtscp();
+        return Some(handoff_clock::tsc::cpu_of(aux) as usize);
+    }
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    // Field 39 (processor), counted after the parenthesised command name.
+    let after = stat.rsplit_once(')')?.1;
+    after.split_whitespace().nth(36)?.parse().ok()
+}
+
+/// Pins the calling thread to `cpu` and checks that it now runs there.
+pub fn pin_current(cpu: usize) -> Result<(), String> {
+    if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+        return Err(format!("could not pin a thread to core {cpu}"));
+    }
+    std::thread::yield_now();
+    match current_cpu() {
+        Some(c) if c != cpu => Err(format!(
+            "a thread pinned to core {cpu} runs on core {c}: pinning is not honoured"
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topo(allowed: &[usize], l3: &[&[usize]]) -> Topology {
+        Topology {
+            online: allowed.to_vec(),
+            allowed: allowed.to_vec(),
+            l3_groups: l3.iter().map(|g| g.to_vec()).collect(),
+        }
+    }
+
+    #[test]
+    fn pin_lists_parse() {
+        assert_eq!(parse_pins("0,1").unwrap(), vec![0, 1]);
+        assert_eq!(parse_pins(" 3 , 2 ").unwrap(), vec![3, 2]);
+        for bad in ["", "a,b", "1,,2", "-1,2", "1.5,2", "1;2"] {
+            assert!(parse_pins(bad).is_err(), "{bad:?} should be refused");
+        }
+        assert!(parse_pins("2,3,2").unwrap_err().contains("core 2 is named twice"));
+    }
+
+    #[test]
+    fn validation_names_missing_and_existing_cores() {
+        let t = topo(&[0, 1], &[&[0, 1]]);
+        let e = validate(&[4, 5, 6], &["producer", "consumer"], 3, &t).unwrap_err();
+        assert_eq!(
+            e,
+            "--pin 4,5,6: cores 4, 5 and 6 are not available; this process may run on cores 0-1 (2 in all)"
+        );
+        let e = validate(&[1, 2], &["producer", "consumer"], 3, &t).unwrap_err();
+        assert!(e.contains("core 2 is not available"), "{e}");
+        let e = validate(&[1], &["producer", "consumer"], 3, &t).unwrap_err();
+        assert!(e.contains("expected 2 to 3 cores"), "{e}");
+        assert!(validate(&[1, 0], &["producer", "consumer"], 3, &t).is_ok());
+    }
+
+    #[test]
+    fn validation_mentions_online_cores_outside_the_allowed_set() {
+        let t = Topology {
+            online: (0..8).collect(),
+            allowed: vec![2, 3],
+            l3_groups: vec![],
+        };
+        let e = validate(&[0, 1], &["p", "c"], 2, &t).unwrap_err();
+        assert!(e.contains("cores 2-3 (2 in all) (online: 0-7)"), "{e}");
+    }
+
+    #[test]
+    fn defaults_adapt_to_the_machine() {
+        // 2 cores: both measured, the control thread shares.
+        let (p, note) = default_pins(2, &topo(&[0, 1], &[&[0, 1]])).unwrap();
+        assert_eq!(p, vec![0, 1]);
+        assert!(note.is_some());
+        // 16 cores in two L3s of 8: measured threads share an L3 and skip core 0.
+        let all: Vec<usize> = (0..16).collect();
+        let (p, note) = default_pins(2, &topo(&all, &[&all[..8], &all[8..]])).unwrap();
+        assert_eq!(p, vec![1, 2, 0]);
+        assert!(note.is_none());
+        // 3 cores, no L3 data.
+        let (p, note) = default_pins(2, &topo(&[0, 1, 2], &[])).unwrap();
+        assert_eq!(p, vec![0, 1, 2]);
+        assert!(note.is_none());
+        // An L3 group of one cpu each: fall back to any allowed cores.
+        let (p, _) = default_pins(2, &topo(&[0, 1, 2, 3], &[&[0], &[1], &[2], &[3]])).unwrap();
+        assert_eq!(&p[..2], &[1, 2]);
+        // 1 core: refused.
+        assert!(default_pins(2, &topo(&[0], &[])).unwrap_err().contains("needs 2 cores"));
+    }
+
+    #[test]
+    fn pinning_to_an_allowed_core_is_verified() {
+        let t = Topology::read();
+        let cpu = *t.allowed.last().unwrap();
+        std::thread::spawn(move || {
+            pin_current(cpu).unwrap();
+            assert_eq!(current_cpu(), Some(cpu));
+        })
+        .join()
+        .unwrap();
+    }
+}

@@ -1,0 +1,30 @@
+//! Ctrl-C: the first press asks the experiment to stop (the producer stops pacing,
+//! the run in flight drains, and nothing is written); a second press exits at once.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+static STOP: AtomicU8 = AtomicU8::new(0);
+
+/// The flag the hot loops read (nonzero: stop).
+pub fn flag() -> &'static AtomicU8 {
+    &STOP
+}
+
+/// Whether a stop was requested.
+pub fn requested() -> bool {
+    STOP.load(Ordering::Relaxed) != 0
+}
+
+/// Installs the Ctrl-C handler (once per process; later calls do nothing).
+pub fn install() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            if STOP.swap(1, Ordering::Relaxed) != 0 {
+                eprintln!("\ninterrupted again: exiting now; no results written");
+                std::process::exit(130);
+            }
+            eprintln!("\ninterrupted: finishing the run in flight, then exiting without writing results");
+        });
+    });
+}

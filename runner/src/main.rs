@@ -1,0 +1,5 @@
+//! `runner`: see `runner --help`.
+
+fn main() -> std::process::ExitCode {
+    runner::cli::main()
+}

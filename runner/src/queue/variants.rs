@@ -1,0 +1,469 @@
+//! The six variants of the queue experiment and one timed run of any of them.
+//!
+//! Rust variants run their hot loops here (generic over a small push/pop trait, so
+//! each is monomorphised); the C++ variants run theirs in `cpp-baseline`. Both sides
+//! stamp with `rdtscp; lfence` before the push and after the pop, pace on the same
+//! schedule, and count stamps taken off their pinned core.
+
+use crate::lab::pacer::{self, Schedule};
+use crate::lab::pin;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Barrier, Condvar, Mutex};
+
+/// A queue variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// `handoff_spsc` (this project's ring).
+    HandoffSpsc,
+    /// The `rtrb` crate.
+    Rtrb,
+    /// A Rust twin of the C++ mutex variant: `Mutex<VecDeque>` and two `Condvar`s.
+    StdMutexCondvar,
+    /// The document's hand-rolled ring in C++.
+    CppRing,
+    /// `boost::lockfree::spsc_queue` in C++.
+    BoostSpsc,
+    /// The document's `std::queue` + `std::mutex` + two condition variables, in C++.
+    MutexCondvar,
+}
+
+impl Variant {
+    /// Every variant, in report order.
+    pub const ALL: [Variant; 6] = [
+        Variant::HandoffSpsc,
+        Variant::Rtrb,
+        Variant::StdMutexCondvar,
+        Variant::CppRing,
+        Variant::BoostSpsc,
+        Variant::MutexCondvar,
+    ];
+
+    /// The variant's name on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::HandoffSpsc => "handoff-spsc",
+            Variant::Rtrb => "rtrb",
+            Variant::StdMutexCondvar => "std-mutex-condvar",
+            Variant::CppRing => "cpp-ring",
+            Variant::BoostSpsc => "boost-spsc",
+            Variant::MutexCondvar => "mutex-condvar",
+        }
+    }
+
+    /// Looks a variant up by name.
+    pub fn from_name(s: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == s)
+    }
+
+    /// Lock-free (spinning) rather than blocking.
+    pub fn is_lock_free(self) -> bool {
+        !matches!(self, Variant::StdMutexCondvar | Variant::MutexCondvar)
+    }
+
+    fn cpp(self) -> Option<cpp_baseline::Kind> {
+        match self {
+            Variant::CppRing => Some(cpp_baseline::Kind::CppRing),
+            Variant::BoostSpsc => Some(cpp_baseline::Kind::BoostSpsc),
+            Variant::MutexCondvar => Some(cpp_baseline::Kind::MutexCondvar),
+            _ => None,
+        }
+    }
+
+    /// Why the variant can't run at this capacity in this build, if it can't.
+    pub fn unavailable(self, capacity: usize) -> Option<String> {
+        let kind = self.cpp()?;
+        if let Some(why) = kind.unavailable() {
+            return Some(why.to_string());
+        }
+        if kind == cpp_baseline::Kind::CppRing && !capacity.is_power_of_two() {
+            return Some(format!(
+                "unavailable: the document's ring needs a power-of-two capacity (got {capacity})"
+            ));
+        }
+        None
+    }
+}
+
+/// Parses `--variants` (comma-separated names, each once).
+pub fn parse_variants(s: &str) -> Result<Vec<Variant>, String> {
+    let mut out = Vec::new();
+    for name in s.split(',').map(str::trim) {
+        let v = Variant::from_name(name).ok_or_else(|| {
+            let known: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+            format!("--variants: unknown variant {name:?} (known: {})", known.join(", "))
+        })?;
+        if out.contains(&v) {
+            return Err(format!("--variants: {name} is named twice"));
+        }
+        out.push(v);
+    }
+    Ok(out)
+}
+
+/// The document's 16-byte `MarketTick` (same layout as the C++ one).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tick {
+    /// Sequence number: the index of the send stamp.
+    pub seq: u64,
+    /// Price (derived from `seq` so the consumer can check the item).
+    pub price: i32,
+    /// Quantity (`seq` truncated, checked by the consumer).
+    pub qty: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Tick>() == 16);
+
+impl Tick {
+    #[inline(always)]
+    fn new(i: u64) -> Tick {
+        Tick {
+            seq: i,
+            price: i.wrapping_mul(7) as i32,
+            qty: i as u32,
+        }
+    }
+
+    #[inline(always)]
+    fn is(&self, k: u64) -> bool {
+        self.seq == k && self.qty == k as u32
+    }
+}
+
+/// What one run needs.
+#[derive(Clone, Copy, Debug)]
+pub struct RunSpec<'a> {
+    /// Items to send.
+    pub items: usize,
+    /// Queue capacity.
+    pub capacity: usize,
+    /// Offered rate; `None` is unpaced (saturated).
+    pub rate_hz: Option<f64>,
+    /// TSC frequency.
+    pub freq_hz: f64,
+    /// Producer core.
+    pub producer_cpu: usize,
+    /// Consumer core.
+    pub consumer_cpu: usize,
+    /// Stop flag (Ctrl-C).
+    pub stop: &'a AtomicU8,
+}
+
+/// The raw result of one run.
+#[derive(Debug)]
+pub struct RunData {
+    /// The schedule the producer followed.
+    pub schedule: Schedule,
+    /// Send stamps by index.
+    pub send: Vec<u64>,
+    /// Receive stamps by seq.
+    pub recv: Vec<u64>,
+    /// Producer stamps taken off the producer core.
+    pub producer_off_cpu: u64,
+    /// Consumer stamps taken off the consumer core.
+    pub consumer_off_cpu: u64,
+    /// Items received out of order, out of range or corrupted.
+    pub bad_seq: u64,
+}
+
+/// A zeroed stamp buffer whose pages are already faulted in (a page fault inside
+/// the timed loop would land in the latency).
+fn prefaulted(n: usize) -> Vec<u64> {
+    let mut v = vec![u64::MAX; n];
+    v.fill(0);
+    v
+}
+
+/// How long after both threads are ready the first item is due.
+const LEAD_NS: f64 = 50_000.0;
+
+/// Runs `spec.items` items through `variant` once.
+pub fn run_once(variant: Variant, spec: &RunSpec<'_>) -> Result<RunData, String> {
+    if let Some(why) = variant.unavailable(spec.capacity) {
+        return Err(why);
+    }
+    match variant {
+        Variant::HandoffSpsc => {
+            let (tx, rx) = handoff_spsc::try_channel::<Tick>(spec.capacity)
+                .map_err(|e| format!("handoff-spsc: {e}"))?;
+            two_threads(spec, SpinP(tx), SpinC(rx))
+        }
+        Variant::Rtrb => {
+            let (tx, rx) = rtrb::RingBuffer::<Tick>::new(spec.capacity);
+            two_threads(spec, SpinP(tx), SpinC(rx))
+        }
+        Variant::StdMutexCondvar => {
+            let q = MutexQueue::new(spec.capacity);
+            two_threads(spec, Blocking(&q), Blocking(&q))
+        }
+        Variant::CppRing | Variant::BoostSpsc | Variant::MutexCondvar => {
+            let kind = variant.cpp().expect("a C++ variant");
+            let (tx, rx) = cpp_baseline::queue(kind, spec.capacity).map_err(|e| e.to_string())?;
+            two_threads(spec, Cpp(tx), Cpp(rx))
+        }
+    }
+}
+
+/// One side of a queue: runs its whole role on the calling (pinned) thread and
+/// returns (stamps off core, bad items).
+trait Role: Send {
+    fn produce(self, sched: Schedule, stamps: &mut [u64], cpu: u32, stop: &AtomicU8) -> u64;
+    fn consume(self, stamps: &mut [u64], cpu: u32) -> (u64, u64);
+}
+
+fn two_threads<P: Role, C: Role>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result<RunData, String> {
+    let n = spec.items;
+    let mut send = prefaulted(n);
+    let mut recv = prefaulted(n);
+    let barrier = Barrier::new(2);
+    let failed = AtomicBool::new(false);
+    let t0 = AtomicU64::new(0);
+    let lead = (LEAD_NS * spec.freq_hz / 1e9) as u64;
+    let (p_cpu, c_cpu) = (spec.producer_cpu, spec.consumer_cpu);
+    let (p_res, c_res) = std::thread::scope(|s| {
+        let producer = s.spawn(|| {
+            let pinned = pin::pin_current(p_cpu);
+            failed.fetch_or(pinned.is_err(), Ordering::Relaxed);
+            barrier.wait();
+            pinned?;
+            if failed.load(Ordering::Relaxed) {
+                return Ok(0);
+            }
+            let sched = Schedule::new(pacer::now() + lead, spec.rate_hz, spec.freq_hz);
+            t0.store(sched.t0, Ordering::Relaxed);
+            Ok::<u64, String>(tx.produce(sched, &mut send, p_cpu as u32, spec.stop))
+        });
+        let consumer = s.spawn(|| {
+            let pinned = pin::pin_current(c_cpu);
+            failed.fetch_or(pinned.is_err(), Ordering::Relaxed);
+            barrier.wait();
+            pinned?;
+            if failed.load(Ordering::Relaxed) {
+                return Ok((0, 0));
+            }
+            Ok::<(u64, u64), String>(rx.consume(&mut recv, c_cpu as u32))
+        });
+        (
+            producer.join().map_err(|_| "the producer thread panicked".to_string()),
+            consumer.join().map_err(|_| "the consumer thread panicked".to_string()),
+        )
+    });
+    let producer_off_cpu = p_res??;
+    let (consumer_off_cpu, bad_seq) = c_res??;
+    Ok(RunData {
+        schedule: Schedule::new(t0.into_inner(), spec.rate_hz, spec.freq_hz),
+        send,
+        recv,
+        producer_off_cpu,
+        consumer_off_cpu,
+        bad_seq,
+    })
+}
+
+#[inline(always)]
+fn stamp(cpu: u32) -> (u64, u64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (t, aux) = handoff_clock::tsc::rdtscp_ordered();
+        (t, u64::from(handoff_clock::tsc::cpu_of(aux) != cpu))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = cpu;
+        unreachable!("the queue experiment stamps with rdtscp (x86_64 only)")
+    }
+}
+
+/// Non-blocking push / pop, retried by the harness.
+trait SpinTx {
+    fn try_push(&mut self, t: Tick) -> Result<(), Tick>;
+}
+trait SpinRx {
+    fn try_pop(&mut self) -> Option<Tick>;
+}
+
+impl SpinTx for handoff_spsc::Producer<Tick> {
+    #[inline(always)]
+    fn try_push(&mut self, t: Tick) -> Result<(), Tick> {
+        handoff_spsc::Producer::try_push(self, t).map_err(|handoff_spsc::PushError::Full(t)| t)
+    }
+}
+impl SpinRx for handoff_spsc::Consumer<Tick> {
+    #[inline(always)]
+    fn try_pop(&mut self) -> Option<Tick> {
+        handoff_spsc::Consumer::try_pop(self)
+    }
+}
+impl SpinTx for rtrb::Producer<Tick> {
+    #[inline(always)]
+    fn try_push(&mut self, t: Tick) -> Result<(), Tick> {
+        self.push(t).map_err(|rtrb::PushError::Full(t)| t)
+    }
+}
+impl SpinRx for rtrb::Consumer<Tick> {
+    #[inline(always)]
+    fn try_pop(&mut self) -> Option<Tick> {
+        self.pop().ok()
+    }
+}
+
+/// A spinning producer: the document's `while (!q.try_push(tick)) {}` harness.
+struct SpinP<T>(T);
+/// A spinning consumer: `while (!q.try_pop(t)) {}`.
+struct SpinC<R>(R);
+
+impl<T: SpinTx + Send> Role for SpinP<T> {
+    fn produce(mut self, mut sched: Schedule, stamps: &mut [u64], cpu: u32, stop: &AtomicU8) -> u64 {
+        let mut off = 0;
+        for (i, slot) in stamps.iter_mut().enumerate() {
+            if i & 4095 == 0 && stop.load(Ordering::Relaxed) != 0 {
+                sched.period_ticks = 0.0;
+            }
+            if sched.is_paced() {
+                pacer::wait_until(sched.due(i as u64));
+            }
+            let mut tick = Tick::new(i as u64);
+            let (t, o) = stamp(cpu);
+            *slot = t;
+            off += o;
+            while let Err(back) = self.0.try_push(tick) {
+                tick = back;
+            }
+        }
+        off
+    }
+    fn consume(self, _: &mut [u64], _: u32) -> (u64, u64) {
+        unreachable!("a producer handle does not consume")
+    }
+}
+
+impl<R: SpinRx + Send> Role for SpinC<R> {
+    fn produce(self, _: Schedule, _: &mut [u64], _: u32, _: &AtomicU8) -> u64 {
+        unreachable!("a consumer handle does not produce")
+    }
+    fn consume(mut self, stamps: &mut [u64], cpu: u32) -> (u64, u64) {
+        let (mut off, mut bad) = (0, 0);
+        for (k, slot) in stamps.iter_mut().enumerate() {
+            let tick = loop {
+                if let Some(t) = self.0.try_pop() {
+                    break t;
+                }
+            };
+            let (t, o) = stamp(cpu);
+            off += o;
+            if !tick.is(k as u64) {
+                bad += 1;
+                continue;
+            }
+            *slot = t;
+        }
+        (off, bad)
+    }
+}
+
+/// The Rust twin of the document's bounded mutex + condvar queue.
+struct MutexQueue {
+    cap: usize,
+    q: Mutex<VecDeque<Tick>>,
+    not_full: Condvar,
+    not_empty: Condvar,
+}
+
+impl MutexQueue {
+    fn new(cap: usize) -> MutexQueue {
+        MutexQueue {
+            cap,
+            q: Mutex::new(VecDeque::with_capacity(cap)),
+            not_full: Condvar::new(),
+            not_empty: Condvar::new(),
+        }
+    }
+}
+
+struct Blocking<'a>(&'a MutexQueue);
+
+const POISON: &str = "the queue mutex was poisoned by a panicking thread";
+
+impl Role for Blocking<'_> {
+    fn produce(self, mut sched: Schedule, stamps: &mut [u64], cpu: u32, stop: &AtomicU8) -> u64 {
+        let m = self.0;
+        let mut off = 0;
+        for (i, slot) in stamps.iter_mut().enumerate() {
+            if i & 4095 == 0 && stop.load(Ordering::Relaxed) != 0 {
+                sched.period_ticks = 0.0;
+            }
+            if sched.is_paced() {
+                pacer::wait_until(sched.due(i as u64));
+            }
+            let tick = Tick::new(i as u64);
+            let (t, o) = stamp(cpu);
+            *slot = t;
+            off += o;
+            {
+                let g = m.q.lock().expect(POISON);
+                let mut g = m.not_full.wait_while(g, |q| q.len() >= m.cap).expect(POISON);
+                g.push_back(tick);
+            }
+            m.not_empty.notify_one();
+        }
+        off
+    }
+
+    fn consume(self, stamps: &mut [u64], cpu: u32) -> (u64, u64) {
+        let m = self.0;
+        let (mut off, mut bad) = (0, 0);
+        for (k, slot) in stamps.iter_mut().enumerate() {
+            let tick = {
+                let g = m.q.lock().expect(POISON);
+                let mut g = m.not_empty.wait_while(g, |q| q.is_empty()).expect(POISON);
+                g.pop_front().expect("not empty")
+            };
+            m.not_full.notify_one();
+            let (t, o) = stamp(cpu); // after unlock, as in the document
+            off += o;
+            if !tick.is(k as u64) {
+                bad += 1;
+                continue;
+            }
+            *slot = t;
+        }
+        (off, bad)
+    }
+}
+
+/// A C++ side: one call runs the whole role in C++.
+struct Cpp<S>(S);
+
+impl Role for Cpp<cpp_baseline::ProducerSide> {
+    fn produce(mut self, sched: Schedule, stamps: &mut [u64], cpu: u32, stop: &AtomicU8) -> u64 {
+        let r = self.0.run(cpp_baseline::Role {
+            t0: sched.t0,
+            period_ticks: sched.period_ticks,
+            cpu,
+            stamps,
+            stop,
+        });
+        r.off_cpu
+    }
+    fn consume(self, _: &mut [u64], _: u32) -> (u64, u64) {
+        unreachable!("a producer side does not consume")
+    }
+}
+
+impl Role for Cpp<cpp_baseline::ConsumerSide> {
+    fn produce(self, _: Schedule, _: &mut [u64], _: u32, _: &AtomicU8) -> u64 {
+        unreachable!("a consumer side does not produce")
+    }
+    fn consume(mut self, stamps: &mut [u64], cpu: u32) -> (u64, u64) {
+        static NEVER: AtomicU8 = AtomicU8::new(0);
+        let r = self.0.run(cpp_baseline::Role {
+            t0: 0,
+            period_ticks: 0.0,
+            cpu,
+            stamps,
+            stop: &NEVER,
+        });
+        (r.off_cpu, r.bad_seq)
+    }
+}
