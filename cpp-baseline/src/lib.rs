@@ -114,7 +114,10 @@ impl fmt::Display for QueueError {
         match self {
             QueueError::Unavailable(why) => f.write_str(why),
             QueueError::BadCapacity(c) => {
-                write!(f, "capacity {c} is not usable (0, or not a power of two for cpp-ring)")
+                write!(
+                    f,
+                    "capacity {c} is not usable (0, or not a power of two for cpp-ring)"
+                )
             }
             QueueError::AllocFailed => f.write_str("the C++ queue could not be allocated"),
         }

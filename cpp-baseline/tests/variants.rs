@@ -33,10 +33,18 @@ fn run(kind: Kind, capacity: usize, n: usize, period: f64) -> Option<(u64, Vec<u
 }
 
 fn check(kind: Kind, sent: &[u64], got: &[u64]) {
-    assert!(sent.windows(2).all(|w| w[0] <= w[1]), "{}: send stamps go back", kind.name());
+    assert!(
+        sent.windows(2).all(|w| w[0] <= w[1]),
+        "{}: send stamps go back",
+        kind.name()
+    );
     for (i, (s, r)) in sent.iter().zip(got).enumerate() {
         assert!(*s > 0 && *r > 0, "{}: item {i} not stamped", kind.name());
-        assert!(r >= s, "{}: item {i} received before it was sent", kind.name());
+        assert!(
+            r >= s,
+            "{}: item {i} received before it was sent",
+            kind.name()
+        );
     }
 }
 
@@ -60,7 +68,11 @@ fn paced_sends_follow_the_schedule() {
         if let Some((t0, sent, got)) = run(kind, 1024, 5_000, 2000.0) {
             check(kind, &sent, &got);
             for (i, s) in sent.iter().enumerate() {
-                assert!(*s >= t0 + i as u64 * 2000, "{}: item {i} sent early", kind.name());
+                assert!(
+                    *s >= t0 + i as u64 * 2000,
+                    "{}: item {i} sent early",
+                    kind.name()
+                );
             }
         }
     }
@@ -71,8 +83,14 @@ fn mutex_queue_takes_any_capacity_and_the_ring_needs_a_power_of_two() {
     if Kind::CppRing.unavailable().is_some() {
         return;
     }
-    assert_eq!(queue(Kind::CppRing, 1000).unwrap_err(), QueueError::BadCapacity(1000));
-    assert_eq!(queue(Kind::MutexCondvar, 0).unwrap_err(), QueueError::BadCapacity(0));
+    assert_eq!(
+        queue(Kind::CppRing, 1000).unwrap_err(),
+        QueueError::BadCapacity(1000)
+    );
+    assert_eq!(
+        queue(Kind::MutexCondvar, 0).unwrap_err(),
+        QueueError::BadCapacity(0)
+    );
     let (_, sent, got) = run(Kind::MutexCondvar, 1000, 50_000, 0.0).unwrap();
     check(Kind::MutexCondvar, &sent, &got);
 }

@@ -43,16 +43,16 @@ pub struct QueueArgs {
     #[arg(long)]
     pin: Option<String>,
     /// Offered rate of the headline run, items per second
-    #[arg(long, default_value = "1e6")]
+    #[arg(long, default_value = "1e6", allow_hyphen_values = true)]
     rate: String,
     /// Items per run
-    #[arg(long, default_value = "1000000")]
+    #[arg(long, default_value = "1000000", allow_hyphen_values = true)]
     items: String,
     /// Outer runs (histograms are merged over them)
-    #[arg(long, default_value = "5")]
+    #[arg(long, default_value = "5", allow_hyphen_values = true)]
     runs: String,
     /// Queue capacity, items
-    #[arg(long, default_value = "1024")]
+    #[arg(long, default_value = "1024", allow_hyphen_values = true)]
     capacity: String,
     /// Output directory for the JSON and SVG files
     #[arg(long, default_value = "handoff-results")]
@@ -70,7 +70,7 @@ pub struct QueueArgs {
     #[arg(long)]
     all: bool,
     /// Sweep: seconds of offered load per point and run (caps --items at low rates)
-    #[arg(long, default_value = "0.2")]
+    #[arg(long, default_value = "0.2", allow_hyphen_values = true)]
     sweep_seconds: String,
 }
 
@@ -101,7 +101,10 @@ pub fn queue_config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<St
     };
     let rate: f64 = parse_num("rate", &a.rate)?;
     if !(rate > 0.0 && rate.is_finite()) {
-        return Err(format!("--rate {}: the offered rate must be above 0 items/s", a.rate));
+        return Err(format!(
+            "--rate {}: the offered rate must be above 0 items/s",
+            a.rate
+        ));
     }
     if rate > 1e9 {
         return Err(format!("--rate {}: above 1e9 items/s, no pacer can keep that schedule; use --throughput for unpaced runs", a.rate));
@@ -111,7 +114,10 @@ pub fn queue_config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<St
         return Err("--items 0: a run needs at least 1 item".into());
     }
     if items > 1 << 30 {
-        return Err(format!("--items {}: at most 2^30 items per run (16 bytes of stamps each)", a.items));
+        return Err(format!(
+            "--items {}: at most 2^30 items per run (16 bytes of stamps each)",
+            a.items
+        ));
     }
     let runs = parse_count("runs", &a.runs)?;
     if runs == 0 {
@@ -126,10 +132,16 @@ pub fn queue_config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<St
     }
     let sweep_seconds: f64 = parse_num("sweep-seconds", &a.sweep_seconds)?;
     if !(sweep_seconds > 0.0 && sweep_seconds.is_finite()) {
-        return Err(format!("--sweep-seconds {}: must be above 0", a.sweep_seconds));
+        return Err(format!(
+            "--sweep-seconds {}: must be above 0",
+            a.sweep_seconds
+        ));
     }
     if a.out.exists() && !a.out.is_dir() {
-        return Err(format!("--out {}: exists and is not a directory", a.out.display()));
+        return Err(format!(
+            "--out {}: exists and is not a directory",
+            a.out.display()
+        ));
     }
     let (pins, note) = match &a.pin {
         Some(s) => {
@@ -173,12 +185,24 @@ pub fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
                 let _ = e.print();
-                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { ExitCode::from(2) } else { ExitCode::SUCCESS };
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::SUCCESS
+                };
             }
             let text = e.to_string();
-            let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad arguments");
+            let line = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("bad arguments");
             eprintln!("runner: {}", line.trim_start_matches("error: "));
             return ExitCode::from(2);
         }
@@ -231,7 +255,11 @@ fn run_queue(cfg: &Config, note: Option<String>, topo: &Topology) -> Result<Exit
     if clock.source() != handoff_clock::Source::Tsc {
         return Err(format!(
             "the TSC is not usable here ({}); the queue experiment needs it",
-            clock.calibration().fallback_reason.clone().unwrap_or_default()
+            clock
+                .calibration()
+                .fallback_reason
+                .clone()
+                .unwrap_or_default()
         ));
     }
     let mut pins = BTreeMap::new();
@@ -244,7 +272,10 @@ fn run_queue(cfg: &Config, note: Option<String>, topo: &Topology) -> Result<Exit
         "pins: producer {}, consumer {}, control {}{}",
         cfg.pins[0],
         cfg.pins[1],
-        cfg.pins.get(2).map(|c| c.to_string()).unwrap_or_else(|| "unpinned".into()),
+        cfg.pins
+            .get(2)
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "unpinned".into()),
         match topo.share_l3(cfg.pins[0], cfg.pins[1]) {
             Some(true) => " (producer and consumer share an L3)",
             Some(false) => " (producer and consumer on different L3s)",
@@ -256,8 +287,10 @@ fn run_queue(cfg: &Config, note: Option<String>, topo: &Topology) -> Result<Exit
     }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {elapsed} (eta {eta})  {msg}")
-            .map_err(|e| e.to_string())?,
+        indicatif::ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} runs  {elapsed} (eta {eta})  {msg}",
+        )
+        .map_err(|e| e.to_string())?,
     );
     let outcome = queue::execute(cfg, &clock, &bar);
     bar.finish_and_clear();
@@ -297,10 +330,95 @@ fn run_queue(cfg: &Config, note: Option<String>, topo: &Topology) -> Result<Exit
         eprintln!("runner: interrupted; nothing was written");
         return Ok(ExitCode::from(130));
     }
-    let written = files.commit().map_err(|e| format!("writing results: {e}"))?;
+    let written = files
+        .commit()
+        .map_err(|e| format!("writing results: {e}"))?;
     println!();
     for p in written {
         println!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topo() -> Topology {
+        Topology {
+            online: vec![0, 1],
+            allowed: vec![0, 1],
+            l3_groups: vec![vec![0, 1]],
+        }
+    }
+
+    fn config(args: &[&str]) -> Result<Config, String> {
+        let mut argv = vec!["runner", "queue"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+        match cli.cmd {
+            Cmd::Queue(a) => queue_config(&a, &topo()).map(|(c, _)| c),
+            Cmd::All { .. } => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn defaults_follow_the_document() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.variants, variants::Variant::ALL.to_vec());
+        assert_eq!(
+            (c.rate_hz, c.items, c.runs, c.capacity),
+            (1e6, 1_000_000, 5, 1024)
+        );
+        assert_eq!(c.modes, vec![Mode::Headline]);
+        assert_eq!(c.pins, vec![0, 1]);
+        assert_eq!(
+            config(&["--all"]).unwrap().modes,
+            vec![Mode::Headline, Mode::Sweep, Mode::Throughput]
+        );
+        assert_eq!(
+            config(&["--throughput"]).unwrap().modes,
+            vec![Mode::Throughput]
+        );
+        assert_eq!(config(&["--items", "1e5"]).unwrap().items, 100_000);
+        assert_eq!(config(&["--rate", "2.5e6"]).unwrap().rate_hz, 2.5e6);
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_one_line() {
+        for (args, needle) in [
+            (
+                &["--pin", "4,5,6"][..],
+                "cores 4, 5 and 6 are not available; this process may run on cores 0-1",
+            ),
+            (&["--pin", "0,0"], "named twice"),
+            (&["--pin", "a,1"], "not a CPU number"),
+            (&["--pin", "0"], "expected 2 to 3 cores"),
+            (&["--rate", "0"], "above 0"),
+            (&["--rate", "-3"], "above 0"),
+            (&["--rate", "fast"], "not a number"),
+            (&["--rate", "inf"], "above 0"),
+            (&["--items", "0"], "at least 1 item"),
+            (&["--items", "1.5"], "whole number"),
+            (&["--runs", "0"], "at least 1 run"),
+            (&["--capacity", "0"], "at least 1 item"),
+            (&["--variants", "foo"], "unknown variant \"foo\""),
+            (&["--variants", "rtrb,rtrb"], "named twice"),
+            (&["--sweep-seconds", "0"], "above 0"),
+        ] {
+            let e = config(args).unwrap_err();
+            assert!(e.contains(needle), "{args:?}: {e}");
+            assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn sweep_items_are_capped_by_time_and_floored() {
+        let c = config(&["--sweep-seconds", "0.2"]).unwrap();
+        assert_eq!(c.sweep_items(1e5), 20_000);
+        assert_eq!(c.sweep_items(1e6), 200_000);
+        assert_eq!(c.sweep_items(5e7), 1_000_000);
+        let c = config(&["--items", "500", "--sweep-seconds", "0.001"]).unwrap();
+        assert_eq!(c.sweep_items(1e5), 500);
+    }
 }

@@ -104,7 +104,12 @@ where
 }
 
 /// A log-log line chart (CCDF; one panel of the load sweep).
-pub fn loglog(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> Result<String, String> {
+pub fn loglog(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<String, String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
@@ -130,7 +135,12 @@ fn draw_loglog<DB: DrawingBackend>(
         .iter()
         .map(|s| Series {
             name: s.name.clone(),
-            points: s.points.iter().copied().filter(|(x, y)| *x > 0.0 && *y > 0.0).collect(),
+            points: s
+                .points
+                .iter()
+                .copied()
+                .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+                .collect(),
         })
         .collect();
     draw(
@@ -145,11 +155,16 @@ fn draw_loglog<DB: DrawingBackend>(
 }
 
 /// Several log-log panels side by side (the load sweep: p50, p99, p99.9).
-pub fn loglog_panels(panels: &[(String, Vec<Series>)], x_label: &str, y_label: &str) -> Result<String, String> {
+pub fn loglog_panels(
+    panels: &[(String, Vec<Series>)],
+    x_label: &str,
+    y_label: &str,
+) -> Result<String, String> {
     let mut svg = String::new();
     {
         let n = panels.len().max(1);
-        let root = SVGBackend::with_string(&mut svg, (W * n as u32 / 2 + 200, H)).into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut svg, (W * n as u32 / 2 + 200, H)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let areas = root.split_evenly((1, n));
         for (area, (title, series)) in areas.iter().zip(panels) {
@@ -161,7 +176,12 @@ pub fn loglog_panels(panels: &[(String, Vec<Series>)], x_label: &str, y_label: &
 }
 
 /// A line chart with a log x axis and a linear y axis (the PDF).
-pub fn logx(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> Result<String, String> {
+pub fn logx(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<String, String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
@@ -169,7 +189,15 @@ pub fn logx(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> Res
         let xr = positive_range(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
             .unwrap_or((1.0, 10.0));
         let yr = linear_range(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
-        draw(&root, title, x_label, y_label, (xr.0..xr.1).log_scale(), yr.0..yr.1, series)?;
+        draw(
+            &root,
+            title,
+            x_label,
+            y_label,
+            (xr.0..xr.1).log_scale(),
+            yr.0..yr.1,
+            series,
+        )?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -232,20 +260,46 @@ mod tests {
     use super::*;
 
     fn s(name: &str, pts: &[(f64, f64)]) -> Series {
-        Series { name: name.into(), points: pts.to_vec() }
+        Series {
+            name: name.into(),
+            points: pts.to_vec(),
+        }
     }
 
     #[test]
     fn charts_render_svg_with_legends() {
-        let a = s("handoff-spsc", &[(100.0, 1.0), (200.0, 0.1), (5000.0, 0.001)]);
+        let a = s(
+            "handoff-spsc",
+            &[(100.0, 1.0), (200.0, 0.1), (5000.0, 0.001)],
+        );
         let b = s("mutex-condvar", &[(1000.0, 1.0), (50_000.0, 0.01)]);
-        let svg = loglog("CCDF", "latency (ns)", "fraction ≥ x", &[a.clone(), b.clone()]).unwrap();
-        assert!(svg.starts_with("<svg") && svg.contains("handoff-spsc") && svg.contains("mutex-condvar"));
-        let svg = logx("PDF", "latency (ns)", "fraction", &[a.clone()]).unwrap();
+        let svg = loglog(
+            "CCDF",
+            "latency (ns)",
+            "fraction ≥ x",
+            &[a.clone(), b.clone()],
+        )
+        .unwrap();
+        assert!(
+            svg.starts_with("<svg")
+                && svg.contains("handoff-spsc")
+                && svg.contains("mutex-condvar")
+        );
+        let svg = logx("PDF", "latency (ns)", "fraction", std::slice::from_ref(&a)).unwrap();
         assert!(svg.contains("<polyline") || svg.contains("<path"));
-        let svg = loglog_panels(&[("p50".into(), vec![a.clone()]), ("p99".into(), vec![b])], "rate", "ns").unwrap();
+        let svg = loglog_panels(
+            &[("p50".into(), vec![a.clone()]), ("p99".into(), vec![b])],
+            "rate",
+            "ns",
+        )
+        .unwrap();
         assert!(svg.contains("p50") && svg.contains("p99"));
-        let svg = bars("throughput", "M items/s", &[("a".into(), 10.0), ("b".into(), 3.5)]).unwrap();
+        let svg = bars(
+            "throughput",
+            "M items/s",
+            &[("a".into(), 10.0), ("b".into(), 3.5)],
+        )
+        .unwrap();
         assert!(svg.contains("10.0") && svg.contains("3.5"));
     }
 

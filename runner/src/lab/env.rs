@@ -67,7 +67,12 @@ impl Env {
             cxx: cpp_baseline::cxx_version().to_string(),
             boost: cpp_baseline::Kind::BoostSpsc.unavailable().is_none(),
             git_revision: env!("RUNNER_GIT_REVISION").to_string(),
-            build_profile: if cfg!(debug_assertions) { "debug" } else { "release" }.into(),
+            build_profile: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            }
+            .into(),
             tsc: clock.calibration().clone(),
             clock_read_cost_ns: clock.read_cost(),
         }
@@ -92,7 +97,10 @@ impl Env {
 }
 
 fn read_trim(path: &str) -> Option<String> {
-    fs::read_to_string(path).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+    fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 /// `model name` of the first processor in a `/proc/cpuinfo` text.
@@ -108,9 +116,9 @@ pub fn cpu_model(cpuinfo: &str) -> String {
 
 /// The hypervisor, from the cpuinfo `hypervisor` flag and the DMI product strings.
 pub fn virtualization(cpuinfo: &str) -> String {
-    let flagged = cpuinfo.lines().any(|l| {
-        l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")
-    });
+    let flagged = cpuinfo
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
     let dmi: Vec<String> = ["sys_vendor", "product_name"]
         .iter()
         .filter_map(|f| read_trim(&format!("/sys/class/dmi/id/{f}")))
@@ -128,7 +136,8 @@ mod tests {
 
     #[test]
     fn cpuinfo_fields() {
-        let ci = "processor\t: 0\nmodel name\t: AMD EPYC 9B14\nflags\t\t: fpu sse hypervisor rdtscp\n";
+        let ci =
+            "processor\t: 0\nmodel name\t: AMD EPYC 9B14\nflags\t\t: fpu sse hypervisor rdtscp\n";
         assert_eq!(cpu_model(ci), "AMD EPYC 9B14");
         assert!(virtualization(ci).starts_with("hypervisor present"));
         assert_eq!(cpu_model(""), "unknown");
@@ -146,7 +155,18 @@ mod tests {
         assert!(e.rustc.starts_with("rustc "));
         assert!(!e.git_revision.is_empty() && !e.cxx.is_empty());
         let json = serde_json::to_value(&e).unwrap();
-        for key in ["cpu_model", "allowed_cpus", "l3_groups", "pins", "kernel", "virtualization", "rustc", "cxx", "git_revision", "tsc"] {
+        for key in [
+            "cpu_model",
+            "allowed_cpus",
+            "l3_groups",
+            "pins",
+            "kernel",
+            "virtualization",
+            "rustc",
+            "cxx",
+            "git_revision",
+            "tsc",
+        ] {
             assert!(json.get(key).is_some(), "env lacks {key}");
         }
         assert!(json["tsc"]["freq_hz"].as_f64().unwrap() > 0.0);

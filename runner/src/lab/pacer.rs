@@ -129,9 +129,18 @@ mod tests {
         }
         // A fractional period floors each due time from the origin: no drift builds up.
         let s = Schedule::new(0, Some(3e6), 1e9);
-        assert_eq!((s.due(1), s.due(2), s.due(3), s.due(3_000_000)), (333, 666, 1000, 1_000_000_000));
+        assert_eq!(
+            (s.due(1), s.due(2), s.due(3), s.due(3_000_000)),
+            (333, 666, 1000, 1_000_000_000)
+        );
         // Unpaced and nonsense rates give period 0.
-        for r in [None, Some(0.0), Some(-1.0), Some(f64::NAN), Some(f64::INFINITY)] {
+        for r in [
+            None,
+            Some(0.0),
+            Some(-1.0),
+            Some(f64::NAN),
+            Some(f64::INFINITY),
+        ] {
             let s = Schedule::new(7, r, 1e9);
             assert!(!s.is_paced());
             assert_eq!(s.due(123), 7);

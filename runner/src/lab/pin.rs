@@ -37,12 +37,7 @@ pub fn parse_pins(s: &str) -> Result<Vec<usize>, String> {
 /// let e = validate(&[4, 5, 6], &["producer", "consumer"], 3, &t).unwrap_err();
 /// assert!(e.contains("4, 5 and 6") && e.contains("0-1"), "{e}");
 /// ```
-pub fn validate(
-    pins: &[usize],
-    roles: &[&str],
-    max: usize,
-    topo: &Topology,
-) -> Result<(), String> {
+pub fn validate(pins: &[usize], roles: &[&str], max: usize, topo: &Topology) -> Result<(), String> {
     let list = pins
         .iter()
         .map(usize::to_string)
@@ -195,7 +190,9 @@ mod tests {
         for bad in ["", "a,b", "1,,2", "-1,2", "1.5,2", "1;2"] {
             assert!(parse_pins(bad).is_err(), "{bad:?} should be refused");
         }
-        assert!(parse_pins("2,3,2").unwrap_err().contains("core 2 is named twice"));
+        assert!(parse_pins("2,3,2")
+            .unwrap_err()
+            .contains("core 2 is named twice"));
     }
 
     #[test]
@@ -243,7 +240,9 @@ mod tests {
         let (p, _) = default_pins(2, &topo(&[0, 1, 2, 3], &[&[0], &[1], &[2], &[3]])).unwrap();
         assert_eq!(&p[..2], &[1, 2]);
         // 1 core: refused.
-        assert!(default_pins(2, &topo(&[0], &[])).unwrap_err().contains("needs 2 cores"));
+        assert!(default_pins(2, &topo(&[0], &[]))
+            .unwrap_err()
+            .contains("needs 2 cores"));
     }
 
     #[test]

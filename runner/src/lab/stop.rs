@@ -24,7 +24,9 @@ pub fn install() {
                 eprintln!("\ninterrupted again: exiting now; no results written");
                 std::process::exit(130);
             }
-            eprintln!("\ninterrupted: finishing the run in flight, then exiting without writing results");
+            eprintln!(
+                "\ninterrupted: finishing the run in flight, then exiting without writing results"
+            );
         });
     });
 }

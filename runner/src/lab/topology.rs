@@ -194,7 +194,10 @@ mod tests {
     #[test]
     fn cpu_lists_parse_and_format_round_trip() {
         assert_eq!(parse_cpu_list("0").unwrap(), vec![0]);
-        assert_eq!(parse_cpu_list("0-3,8,10-11\n").unwrap(), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11\n").unwrap(),
+            vec![0, 1, 2, 3, 8, 10, 11]
+        );
         assert_eq!(parse_cpu_list("2,1,1").unwrap(), vec![1, 2]);
         assert_eq!(parse_cpu_list("").unwrap(), Vec::<usize>::new());
         assert!(parse_cpu_list("a").is_err());
@@ -230,7 +233,10 @@ mod tests {
 
     #[test]
     fn machine_without_l3_has_no_groups() {
-        let dir = fixture("0-1", &[(0, "index0", 1, "Data", "0"), (1, "index0", 1, "Data", "1")]);
+        let dir = fixture(
+            "0-1",
+            &[(0, "index0", 1, "Data", "0"), (1, "index0", 1, "Data", "1")],
+        );
         let t = Topology::read_from(dir.path(), vec![0, 1]);
         assert!(t.l3_groups.is_empty());
         assert_eq!(t.share_l3(0, 1), None);
@@ -245,7 +251,8 @@ mod tests {
 
     #[test]
     fn allowed_list_comes_from_proc_status() {
-        let status = "Name:\trunner\nCpus_allowed:\tf\nCpus_allowed_list:\t0-2,4\nMems_allowed:\t1\n";
+        let status =
+            "Name:\trunner\nCpus_allowed:\tf\nCpus_allowed_list:\t0-2,4\nMems_allowed:\t1\n";
         assert_eq!(allowed_from_status(status), vec![0, 1, 2, 4]);
         assert!(allowed_from_status("Name: x\n").is_empty());
     }

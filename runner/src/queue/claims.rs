@@ -79,25 +79,45 @@ pub fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
                 verdict: format!("{} / {}", near(r9, 172.0), near(b9, 148.0)),
             });
         }
-        let lockfree_p99 = Variant::ALL
+        // Runs are interleaved, so run r of every variant saw the same minutes of the
+        // machine: compare run by run and take the median ratio (one hypervisor pause
+        // in one variant's run can't decide it), beside the merged reading.
+        let lockfree: Vec<&Cell> = Variant::ALL
             .iter()
             .filter(|x| x.is_lock_free())
-            .filter_map(|&x| h(x).map(|c| p(c, 0.99)))
-            .fold(0.0f64, f64::max);
+            .filter_map(|&x| h(x))
+            .collect();
         for m in [Variant::MutexCondvar, Variant::StdMutexCondvar] {
-            if let Some(c) = h(m) {
-                if lockfree_p99 > 0.0 {
-                    let ratio = p(c, 0.99) / lockfree_p99;
-                    v.push(Claim {
-                        id: "mutex-tail",
-                        claim: format!("The mutex+condvar tail is orders of magnitude above the lock-free rings' (checked: p99 at least 10x the slowest lock-free p99){at}"),
-                        document: "mutex p99.9 tens of microseconds vs lock-free 148-172 ns".into(),
-                        ours: format!("{} p99 {} / p99.9 {} vs slowest lock-free p99 {}: {ratio:.0}x",
-                            m.name(), fmt_ns(p(c, 0.99)), fmt_ns(p(c, 0.999)), fmt_ns(lockfree_p99)),
-                        verdict: holds(ratio >= 10.0),
-                    });
-                }
+            let Some(c) = h(m) else { continue };
+            if lockfree.is_empty() {
+                continue;
             }
+            let per_run: Vec<f64> = (0..c.runs.len())
+                .filter_map(|r| {
+                    let worst = lockfree
+                        .iter()
+                        .filter_map(|l| l.runs.get(r).map(|x| x.p99_ns))
+                        .max()?;
+                    Some(c.runs[r].p99_ns as f64 / worst.max(1) as f64)
+                })
+                .collect();
+            let ratio = super::median(per_run.clone()).unwrap_or(0.0);
+            let merged_worst = lockfree.iter().map(|l| p(l, 0.99)).fold(0.0f64, f64::max);
+            v.push(Claim {
+                id: "mutex-tail",
+                claim: format!("The mutex+condvar tail is orders of magnitude above the lock-free rings' (checked: {} p99 at least 10x the slowest lock-free p99 of the same run, median over runs){at}", m.name()),
+                document: "mutex p99.9 tens of microseconds vs lock-free 148-172 ns".into(),
+                ours: format!(
+                    "per-run ratios {} (median {ratio:.0}x); merged: {} p99 {} / p99.9 {} vs slowest lock-free p99 {} ({:.0}x)",
+                    per_run.iter().map(|r| format!("{r:.0}x")).collect::<Vec<_>>().join(" "),
+                    m.name(),
+                    fmt_ns(p(c, 0.99)),
+                    fmt_ns(p(c, 0.999)),
+                    fmt_ns(merged_worst),
+                    p(c, 0.99) / merged_worst.max(1.0)
+                ),
+                verdict: holds(ratio >= 10.0),
+            });
         }
         let depth = |x| h(x).and_then(Cell::mean_depth);
         if let (Some(ring), Some(mutex)) = (depth(Variant::CppRing), depth(Variant::MutexCondvar)) {
@@ -106,16 +126,23 @@ pub fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
                 claim: format!("At 1 MHz lock-free queues are near empty (~0.1 items by Little's law), the mutex queue ~1.8 deep{at}"),
                 document: "lock-free ~0.1, mutex-condvar ~1.8".into(),
                 ours: format!("cpp-ring {ring:.2}, mutex-condvar {mutex:.2}"),
-                verdict: holds(ring < 1.0 && mutex > ring),
+                verdict: if ring < 1.0 && mutex > ring { "reproduced" } else { "differs" }.into(),
             });
         }
         if let (Some(ours), Some(ring)) = (h(Variant::HandoffSpsc), h(Variant::CppRing)) {
             let (a, b) = (p(ours, 0.5), p(ring, 0.5));
             v.push(Claim {
                 id: "handoff-p50",
-                claim: format!("handoff-spsc p50 within 5% of the document's ring (cpp-ring) or better{at}"),
+                claim: format!(
+                    "handoff-spsc p50 within 5% of the document's ring (cpp-ring) or better{at}"
+                ),
                 document: "(project target)".into(),
-                ours: format!("handoff-spsc {} vs cpp-ring {} ({:+.1}%)", fmt_ns(a), fmt_ns(b), (a / b - 1.0) * 100.0),
+                ours: format!(
+                    "handoff-spsc {} vs cpp-ring {} ({:+.1}%)",
+                    fmt_ns(a),
+                    fmt_ns(b),
+                    (a / b - 1.0) * 100.0
+                ),
                 verdict: holds(a <= b * 1.05),
             });
         }
@@ -123,11 +150,21 @@ pub fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
 
     if out.of(Mode::Sweep).next().is_some() {
         let sweep = |x: Variant| -> Vec<&Cell> {
-            out.of(Mode::Sweep).filter(|c| c.variant == x && c.unavailable.is_none()).collect()
+            out.of(Mode::Sweep)
+                .filter(|c| c.variant == x && c.unavailable.is_none())
+                .collect()
         };
         for (x, doc_hz, text) in [
-            (Variant::MutexCondvar, 9e6, "The mutex queue saturates around 9 MHz offered (latency wall)"),
-            (Variant::BoostSpsc, 28e6, "Boost saturates around 28 MHz offered (latency wall)"),
+            (
+                Variant::MutexCondvar,
+                9e6,
+                "The mutex queue saturates around 9 MHz offered (latency wall)",
+            ),
+            (
+                Variant::BoostSpsc,
+                28e6,
+                "Boost saturates around 28 MHz offered (latency wall)",
+            ),
         ] {
             let cells = sweep(x);
             if cells.is_empty() {
@@ -150,7 +187,10 @@ pub fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
         }
         let ring = sweep(Variant::CppRing);
         if let Some(top) = ring.last() {
-            let cap = ring.iter().filter_map(|c| c.achieved_hz()).fold(0.0, f64::max);
+            let cap = ring
+                .iter()
+                .filter_map(|c| c.achieved_hz())
+                .fold(0.0, f64::max);
             v.push(Claim {
                 id: "ring-ceiling",
                 claim: "The hand-rolled ring fails by a throughput ceiling (~14.7 M/s, producer-bound) while p50 stays near its floor (264 ns, depth ~4 at 50 MHz)".into(),
@@ -168,7 +208,11 @@ pub fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
 
     if out.of(Mode::Throughput).next().is_some() {
         let t = |x| out.find(Mode::Throughput, x).and_then(Cell::throughput);
-        for (x, doc) in [(Variant::CppRing, 14.7), (Variant::BoostSpsc, 14.9), (Variant::MutexCondvar, 5.7)] {
+        for (x, doc) in [
+            (Variant::CppRing, 14.7),
+            (Variant::BoostSpsc, 14.9),
+            (Variant::MutexCondvar, 5.7),
+        ] {
             if let Some(ours) = t(x) {
                 v.push(Claim {
                     id: "throughput",

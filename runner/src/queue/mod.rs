@@ -98,6 +98,11 @@ pub struct RunSummary {
     pub negative_latencies: u64,
     /// Median latency of this run (ns).
     pub p50_ns: u64,
+    /// 99th percentile of this run (ns).
+    pub p99_ns: u64,
+    /// 99.9th percentile of this run (ns).
+    #[serde(rename = "p99.9_ns")]
+    pub p999_ns: u64,
 }
 
 /// One (mode, variant, offered rate) cell: the merged runs.
@@ -122,7 +127,7 @@ pub struct Cell {
     pub runs: Vec<RunSummary>,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
     if v.is_empty() {
         return None;
@@ -152,7 +157,12 @@ impl Cell {
 
     /// Median achieved send rate over the runs.
     pub fn achieved_hz(&self) -> Option<f64> {
-        median(self.runs.iter().filter_map(|r| r.achieved_rate_hz).collect())
+        median(
+            self.runs
+                .iter()
+                .filter_map(|r| r.achieved_rate_hz)
+                .collect(),
+        )
     }
 
     /// Median end-to-end throughput over the runs.
@@ -214,6 +224,8 @@ impl Cell {
             bad_items: data.bad_seq,
             negative_latencies: negative,
             p50_ns: lat.value_at_quantile(0.5),
+            p99_ns: lat.value_at_quantile(0.99),
+            p999_ns: lat.value_at_quantile(0.999),
         });
         self.latency
             .merge(&lat)
@@ -254,7 +266,11 @@ impl Outcome {
 
 /// Runs every requested mode. Each run is one planned (cell, run) step; steps are
 /// ordered run-major so the variants alternate.
-pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -> Result<Outcome, String> {
+pub fn execute(
+    cfg: &Config,
+    clock: &Clock,
+    progress: &indicatif::ProgressBar,
+) -> Result<Outcome, String> {
     let mut out = Outcome::default();
     // Plan cells.
     for &mode in &cfg.modes {
@@ -298,7 +314,8 @@ pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -
                     "{} {}{}",
                     mode.name(),
                     cell.variant.name(),
-                    rate.map(|r| format!(" @ {}", report::fmt_rate(r))).unwrap_or_default()
+                    rate.map(|r| format!(" @ {}", report::fmt_rate(r)))
+                        .unwrap_or_default()
                 ));
                 let spec = RunSpec {
                     items: cell.items,

@@ -32,13 +32,18 @@ pub fn fmt_rate(hz: f64) -> String {
 }
 
 fn fmt_m(v: Option<f64>) -> String {
-    v.map(|v| format!("{:.2} M/s", v / 1e6)).unwrap_or_else(|| "-".into())
+    v.map(|v| format!("{:.2} M/s", v / 1e6))
+        .unwrap_or_else(|| "-".into())
 }
 
 fn notes(c: &Cell) -> String {
     let mut n = Vec::new();
     if c.below_target_runs() > 0 {
-        n.push(format!("{}/{} runs <95% of offered", c.below_target_runs(), c.runs.len()));
+        n.push(format!(
+            "{}/{} runs <95% of offered",
+            c.below_target_runs(),
+            c.runs.len()
+        ));
     }
     if c.off_core_stamps() > 0 {
         n.push(format!("{} stamps off core", c.off_core_stamps()));
@@ -75,7 +80,9 @@ pub fn table<'a>(title: &str, cells: impl Iterator<Item = &'a Cell>) -> String {
             fmt_ns(p.max as f64),
             fmt_m(c.achieved_hz()),
             fmt_m(c.throughput()),
-            c.mean_depth().map(|d| format!("{d:.2}")).unwrap_or_else(|| "-".into()),
+            c.mean_depth()
+                .map(|d| format!("{d:.2}"))
+                .unwrap_or_else(|| "-".into()),
             notes(c)
         );
     }
@@ -115,8 +122,14 @@ pub fn sweep_table(out: &Outcome, cfg: &Config) -> String {
                 fmt_ns(p.p99 as f64),
                 fmt_ns(p.p999 as f64),
                 fmt_m(c.achieved_hz()),
-                c.mean_depth().map(|d| format!("{d:.1}")).unwrap_or_else(|| "-".into()),
-                if c.below_target_runs() > 0 { "  <95%" } else { "" }
+                c.mean_depth()
+                    .map(|d| format!("{d:.1}"))
+                    .unwrap_or_else(|| "-".into()),
+                if c.below_target_runs() > 0 {
+                    "  <95%"
+                } else {
+                    ""
+                }
             );
         }
     }
@@ -192,7 +205,13 @@ fn sweeps_json(out: &Outcome, cfg: &Config) -> Vec<Value> {
 }
 
 /// The results JSON.
-pub fn results_json(out: &Outcome, cfg: &Config, env: &Env, started: &str, claims: &[Claim]) -> Value {
+pub fn results_json(
+    out: &Outcome,
+    cfg: &Config,
+    env: &Env,
+    started: &str,
+    claims: &[Claim],
+) -> Value {
     let variants: Vec<Value> = out
         .cells
         .iter()
@@ -214,18 +233,31 @@ pub fn results_json(out: &Outcome, cfg: &Config, env: &Env, started: &str, claim
 }
 
 /// Adds the JSON and every chart to `files`.
-pub fn outputs(out: &Outcome, cfg: &Config, json: &Value, files: &mut Outputs) -> Result<(), String> {
+pub fn outputs(
+    out: &Outcome,
+    cfg: &Config,
+    json: &Value,
+    files: &mut Outputs,
+) -> Result<(), String> {
     let dir = &cfg.out;
     let text = serde_json::to_vec_pretty(json).map_err(|e| e.to_string())?;
     files.add(dir.join("queue.json"), text);
-    let headline: Vec<&Cell> = out.of(Mode::Headline).filter(|c| c.unavailable.is_none()).collect();
+    let headline: Vec<&Cell> = out
+        .of(Mode::Headline)
+        .filter(|c| c.unavailable.is_none())
+        .collect();
     if !headline.is_empty() {
         let rate = fmt_rate(cfg.rate_hz);
         let ccdf: Vec<Series> = headline
             .iter()
             .map(|c| Series {
                 name: c.variant.name().into(),
-                points: c.latency.ccdf().iter().map(|p| (p.value as f64, p.fraction)).collect(),
+                points: c
+                    .latency
+                    .ccdf()
+                    .iter()
+                    .map(|p| (p.value as f64, p.fraction))
+                    .collect(),
             })
             .collect();
         let svg = chart::loglog(
@@ -264,15 +296,27 @@ pub fn outputs(out: &Outcome, cfg: &Config, json: &Value, files: &mut Outputs) -
                     let pts: Vec<(f64, f64)> = out
                         .of(Mode::Sweep)
                         .filter(|c| c.variant == v && c.unavailable.is_none())
-                        .map(|c| (c.offered_hz.unwrap_or(0.0), pick(&c.latency.percentiles()) as f64))
+                        .map(|c| {
+                            (
+                                c.offered_hz.unwrap_or(0.0),
+                                pick(&c.latency.percentiles()) as f64,
+                            )
+                        })
                         .collect();
-                    (!pts.is_empty()).then(|| Series { name: v.name().into(), points: pts })
+                    (!pts.is_empty()).then(|| Series {
+                        name: v.name().into(),
+                        points: pts,
+                    })
                 })
                 .collect();
             (format!("{label} vs offered load"), series)
         };
         let svg = chart::loglog_panels(
-            &[panel("p50", |p| p.p50), panel("p99", |p| p.p99), panel("p99.9", |p| p.p999)],
+            &[
+                panel("p50", |p| p.p50),
+                panel("p99", |p| p.p99),
+                panel("p99.9", |p| p.p999),
+            ],
             "offered rate (items/s)",
             "latency (ns)",
         )?;
@@ -284,7 +328,11 @@ pub fn outputs(out: &Outcome, cfg: &Config, json: &Value, files: &mut Outputs) -
         .filter_map(|c| Some((c.variant.name().to_string(), c.throughput()? / 1e6)))
         .collect();
     if !tp.is_empty() {
-        let svg = chart::bars("queue: saturated throughput (median of runs)", "M items/s", &tp)?;
+        let svg = chart::bars(
+            "queue: saturated throughput (median of runs)",
+            "M items/s",
+            &tp,
+        )?;
         files.add(dir.join("queue-throughput.svg"), svg.into_bytes());
     }
     Ok(())

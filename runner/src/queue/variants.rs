@@ -91,7 +91,10 @@ pub fn parse_variants(s: &str) -> Result<Vec<Variant>, String> {
     for name in s.split(',').map(str::trim) {
         let v = Variant::from_name(name).ok_or_else(|| {
             let known: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
-            format!("--variants: unknown variant {name:?} (known: {})", known.join(", "))
+            format!(
+                "--variants: unknown variant {name:?} (known: {})",
+                known.join(", ")
+            )
         })?;
         if out.contains(&v) {
             return Err(format!("--variants: {name} is named twice"));
@@ -245,8 +248,12 @@ fn two_threads<P: Role, C: Role>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result<Run
             Ok::<(u64, u64), String>(rx.consume(&mut recv, c_cpu as u32))
         });
         (
-            producer.join().map_err(|_| "the producer thread panicked".to_string()),
-            consumer.join().map_err(|_| "the consumer thread panicked".to_string()),
+            producer
+                .join()
+                .map_err(|_| "the producer thread panicked".to_string()),
+            consumer
+                .join()
+                .map_err(|_| "the consumer thread panicked".to_string()),
         )
     });
     let producer_off_cpu = p_res??;
@@ -314,7 +321,13 @@ struct SpinP<T>(T);
 struct SpinC<R>(R);
 
 impl<T: SpinTx + Send> Role for SpinP<T> {
-    fn produce(mut self, mut sched: Schedule, stamps: &mut [u64], cpu: u32, stop: &AtomicU8) -> u64 {
+    fn produce(
+        mut self,
+        mut sched: Schedule,
+        stamps: &mut [u64],
+        cpu: u32,
+        stop: &AtomicU8,
+    ) -> u64 {
         let mut off = 0;
         for (i, slot) in stamps.iter_mut().enumerate() {
             if i & 4095 == 0 && stop.load(Ordering::Relaxed) != 0 {
@@ -402,7 +415,10 @@ impl Role for Blocking<'_> {
             off += o;
             {
                 let g = m.q.lock().expect(POISON);
-                let mut g = m.not_full.wait_while(g, |q| q.len() >= m.cap).expect(POISON);
+                let mut g = m
+                    .not_full
+                    .wait_while(g, |q| q.len() >= m.cap)
+                    .expect(POISON);
                 g.push_back(tick);
             }
             m.not_empty.notify_one();

@@ -1,0 +1,183 @@
+//! The `runner` binary end to end: bad input exits 2 with one line and writes
+//! nothing; a short run of every variant in every mode writes the JSON of DESIGN.md
+//! and the charts.
+
+use std::process::Command;
+
+fn runner(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(args)
+        .output()
+        .expect("run the runner binary")
+}
+
+fn allowed() -> Vec<usize> {
+    runner::lab::topology::Topology::read().allowed
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out_s = out.to_str().unwrap();
+    let missing = allowed().iter().max().unwrap() + 1;
+    let far = format!("{missing},{},{}", missing + 1, missing + 2);
+    let mut cases: Vec<Vec<&str>> = vec![
+        vec!["queue", "--pin", &far],
+        vec!["queue", "--pin", "0,0"],
+        vec!["queue", "--pin", "x"],
+        vec!["queue", "--rate", "0"],
+        vec!["queue", "--rate", "-1e6"],
+        vec!["queue", "--items", "0"],
+        vec!["queue", "--capacity", "0"],
+        vec!["queue", "--variants", "handoff-spsc,nope"],
+        vec!["queue", "--no-such-flag"],
+        vec!["nosuchcommand"],
+    ];
+    // The document's pins, on a machine that lacks those cores (this 2-core VM).
+    let have_456 = [4, 5, 6].iter().all(|c| allowed().contains(c));
+    if !have_456 {
+        cases.push(vec!["queue", "--pin", "4,5,6"]);
+    }
+    for mut args in cases {
+        args.extend_from_slice(&["--out", out_s]);
+        let o = runner(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        assert!(!out.exists(), "{args:?} wrote {out:?}");
+    }
+    if !have_456 {
+        let o = runner(&["queue", "--pin", "4,5,6"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        let cores = runner::lab::topology::format_cpu_list(&allowed());
+        assert!(err.contains(&format!("may run on cores {cores}")), "{err}");
+    }
+}
+
+fn check_latency(v: &serde_json::Value, ctx: &str) {
+    let l = &v["latency_ns"];
+    for k in ["min", "p50", "p90", "p99", "p99.9", "p99.99", "max"] {
+        assert!(l[k].is_u64(), "{ctx}: latency_ns.{k} missing");
+    }
+    assert!(
+        l["min"].as_u64() <= l["p50"].as_u64() && l["p50"].as_u64() <= l["max"].as_u64(),
+        "{ctx}"
+    );
+    for k in ["p50", "p99", "p99.9"] {
+        assert!(
+            v["latency_ns_doc_convention"][k].is_number(),
+            "{ctx}: doc {k}"
+        );
+    }
+}
+
+#[test]
+fn every_variant_runs_in_every_mode_and_results_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let o = runner(&[
+        "queue",
+        "--all",
+        "--items",
+        "3000",
+        "--runs",
+        "2",
+        "--sweep-seconds",
+        "0.001",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("queue.json")).unwrap()).unwrap();
+    assert_eq!(json["schema"], 1);
+    assert_eq!(json["experiment"], "queue");
+    for k in [
+        "cpu_model",
+        "allowed_cpus",
+        "l3_groups",
+        "pins",
+        "kernel",
+        "rustc",
+        "cxx",
+        "git_revision",
+        "tsc",
+        "clock_read_cost_ns",
+    ] {
+        assert!(json["env"].get(k).is_some(), "env.{k} missing");
+    }
+    assert_eq!(json["config"]["items"], 3000);
+    let names = [
+        "handoff-spsc",
+        "rtrb",
+        "std-mutex-condvar",
+        "cpp-ring",
+        "boost-spsc",
+        "mutex-condvar",
+    ];
+    let variants = json["variants"].as_array().unwrap();
+    for mode in ["headline", "throughput"] {
+        for name in names {
+            let v = variants
+                .iter()
+                .find(|v| v["name"] == name && v["mode"] == mode)
+                .unwrap_or_else(|| panic!("{mode} {name} missing"));
+            assert!(stdout.contains(name));
+            if let Some(why) = v["unavailable"].as_str() {
+                assert_eq!(name, "boost-spsc", "{name}: {why}");
+                assert!(why.contains("libboost-dev"));
+                continue;
+            }
+            let ctx = format!("{mode} {name}");
+            check_latency(v, &ctx);
+            assert_eq!(v["samples"], 6000, "{ctx}");
+            assert_eq!(v["runs"], 2, "{ctx}");
+            assert!(v["achieved_rate_hz"].as_f64().unwrap() > 0.0, "{ctx}");
+            assert!(v["throughput_items_per_s"].as_f64().unwrap() > 0.0, "{ctx}");
+            for r in v["per_run"].as_array().unwrap() {
+                assert_eq!(r["bad_items"], 0, "{ctx}");
+                assert_eq!(r["negative_latencies"], 0, "{ctx}");
+            }
+            if mode == "headline" {
+                assert_eq!(v["offered_rate_hz"], 1e6, "{ctx}");
+                assert!(v["latency_from_intended_ns"]["p50"].is_u64(), "{ctx}");
+            }
+        }
+    }
+    let sweeps = json["sweeps"].as_array().unwrap();
+    assert!(sweeps.len() >= 5);
+    for s in sweeps {
+        assert_eq!(s["name"], "load");
+        let pts = s["points"].as_array().unwrap();
+        assert_eq!(pts.len(), 12);
+        assert_eq!(pts[0]["x"], 1e5);
+        assert!(pts.iter().all(|p| p["p50"].is_u64() && p["p99.9"].is_u64()));
+    }
+    assert!(!json["claims"].as_array().unwrap().is_empty());
+    for f in [
+        "queue-ccdf.svg",
+        "queue-pdf.svg",
+        "queue-sweep.svg",
+        "queue-throughput.svg",
+    ] {
+        let svg = std::fs::read_to_string(out.join(f)).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("handoff-spsc"),
+            "{f}"
+        );
+    }
+    // No temporary files left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
