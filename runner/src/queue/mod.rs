@@ -103,7 +103,19 @@ pub struct RunSummary {
     /// 99.9th percentile of this run (ns).
     #[serde(rename = "p99.9_ns")]
     pub p999_ns: u64,
+    /// Times the consumer took at least [`STALL_NS`] to take an item from the moment
+    /// the item was sent and the consumer was done with the previous one. A spinning
+    /// consumer only does that when its thread is not running (a hypervisor pause, an
+    /// interrupt); for the mutex variants it also counts condvar wake-ups.
+    pub consumer_stalls: u64,
+    /// Total length of those stalls (ns).
+    pub consumer_stall_ns: u64,
+    /// Items whose latency was at least [`STALL_NS`].
+    pub items_over_stall_ns: u64,
 }
+
+/// The gap that counts as a consumer stall (10 us: about 80 lock-free handoffs).
+pub const STALL_NS: u64 = 10_000;
 
 /// One (mode, variant, offered rate) cell: the merged runs.
 #[derive(Clone, Debug)]
@@ -181,6 +193,17 @@ impl Cell {
         self.runs.iter().filter(|r| r.below_target).count()
     }
 
+    /// Consumer stalls (count, total ns) and items at or over [`STALL_NS`], all runs.
+    pub fn stalls(&self) -> (u64, u64, u64) {
+        self.runs.iter().fold((0, 0, 0), |a, r| {
+            (
+                a.0 + r.consumer_stalls,
+                a.1 + r.consumer_stall_ns,
+                a.2 + r.items_over_stall_ns,
+            )
+        })
+    }
+
     /// Stamps taken off the pinned cores, all runs.
     pub fn off_core_stamps(&self) -> u64 {
         self.runs.iter().map(|r| r.off_core_stamps).sum()
@@ -190,17 +213,32 @@ impl Cell {
         let freq = clock.calibration().freq_hz;
         let mut lat = Latency::new();
         let mut negative = 0;
+        let mut over = 0u64;
         let paced = data.schedule.is_paced();
         for (i, (&s, &r)) in data.send.iter().zip(&data.recv).enumerate() {
             if r < s {
                 negative += 1;
                 continue;
             }
-            lat.record(clock.ticks_to_ns(r - s));
+            let ns = clock.ticks_to_ns(r - s);
+            over += u64::from(ns >= STALL_NS);
+            lat.record(ns);
             if paced {
                 let due = data.schedule.due(i as u64);
                 self.latency_from_intended
                     .record(clock.ticks_to_ns(r.saturating_sub(due)));
+            }
+        }
+        let stall_ticks = clock.ns_to_ticks(STALL_NS);
+        let (mut stalls, mut stall_ticks_sum) = (0u64, 0u64);
+        for k in 1..data.recv.len() {
+            // From the moment item k was both sent and the consumer free of item k-1
+            // until the consumer stamped it.
+            let ready = data.send[k].max(data.recv[k - 1]);
+            let gap = data.recv[k].saturating_sub(ready);
+            if gap >= stall_ticks {
+                stalls += 1;
+                stall_ticks_sum += gap;
             }
         }
         let achieved = pacer::achieved_rate(&data.send, freq);
@@ -226,6 +264,9 @@ impl Cell {
             p50_ns: lat.value_at_quantile(0.5),
             p99_ns: lat.value_at_quantile(0.99),
             p999_ns: lat.value_at_quantile(0.999),
+            consumer_stalls: stalls,
+            consumer_stall_ns: clock.ticks_to_ns(stall_ticks_sum),
+            items_over_stall_ns: over,
         });
         self.latency
             .merge(&lat)

@@ -48,6 +48,14 @@ fn notes(c: &Cell) -> String {
     if c.off_core_stamps() > 0 {
         n.push(format!("{} stamps off core", c.off_core_stamps()));
     }
+    let (stalls, stall_ns, over) = c.stalls();
+    if stalls > 0 {
+        n.push(format!(
+            "{stalls} consumer stalls ({}), {:.2}% of items >=10 us",
+            fmt_ns(stall_ns as f64),
+            100.0 * over as f64 / c.latency.count().max(1) as f64
+        ));
+    }
     let neg: u64 = c.runs.iter().map(|r| r.negative_latencies).sum();
     if neg > 0 {
         n.push(format!("{neg} negative latencies dropped"));
