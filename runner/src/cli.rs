@@ -299,33 +299,36 @@ fn run_queue(cfg: &Config, note: Option<String>, topo: &Topology) -> Result<Exit
         eprintln!("runner: interrupted; nothing was written");
         return Ok(ExitCode::from(130));
     }
+    let mut report = format!("queue (seeds/002): {}\n", env.summary());
     for &mode in &cfg.modes {
-        match mode {
-            Mode::Headline => print!(
-                "{}",
-                queue::report::table(
-                    &format!(
-                        "\nheadline: paced at {}, {} runs x {} items, capacity {}, latency = producer stamp before push -> consumer stamp after pop",
-                        queue::report::fmt_rate(cfg.rate_hz), cfg.runs, cfg.items, cfg.capacity
-                    ),
-                    outcome.of(Mode::Headline)
-                )
+        report.push('\n');
+        report.push_str(&match mode {
+            Mode::Headline => queue::report::table(
+                &format!(
+                    "headline: paced at {}, {} runs x {} items, capacity {}, latency = producer stamp before push -> consumer stamp after pop",
+                    queue::report::fmt_rate(cfg.rate_hz), cfg.runs, cfg.items, cfg.capacity
+                ),
+                outcome.of(Mode::Headline),
             ),
-            Mode::Sweep => print!("\n{}", queue::report::sweep_table(&outcome, cfg)),
-            Mode::Throughput => print!(
-                "{}",
-                queue::report::table(
-                    &format!("\nthroughput: unpaced, {} runs x {} items, capacity {} (medians of runs)", cfg.runs, cfg.items, cfg.capacity),
-                    outcome.of(Mode::Throughput)
-                )
+            Mode::Sweep => queue::report::sweep_table(&outcome, cfg),
+            Mode::Throughput => queue::report::table(
+                &format!("throughput: unpaced, {} runs x {} items, capacity {} (medians of runs)", cfg.runs, cfg.items, cfg.capacity),
+                outcome.of(Mode::Throughput),
             ),
-        }
+        });
     }
     let claims = queue::claims::claims(&outcome, cfg);
-    print!("\n{}", queue::report::claims_table(&claims));
+    report.push('\n');
+    report.push_str(&queue::report::claims_table(&claims));
+    // The first line was printed before the runs.
+    print!(
+        "{}",
+        report.split_once('\n').map(|(_, rest)| rest).unwrap_or("")
+    );
     let json = queue::report::results_json(&outcome, cfg, &env, &started, &claims);
     let mut files = Outputs::new();
     queue::report::outputs(&outcome, cfg, &json, &mut files)?;
+    files.add(cfg.out.join("queue.txt"), report.into_bytes());
     if stop::requested() {
         eprintln!("runner: interrupted; nothing was written");
         return Ok(ExitCode::from(130));

@@ -181,3 +181,35 @@ fn every_variant_runs_in_every_mode_and_results_are_written() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn ctrl_c_stops_the_run_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args([
+            "queue",
+            "--variants",
+            "handoff-spsc",
+            "--runs",
+            "50",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // 50 runs of 1 s each: the signal lands in the middle of a paced run.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert!(!out.exists(), "an interrupted run wrote {out:?}");
+}

@@ -31,6 +31,33 @@ fn color(i: usize) -> RGBColor {
     P[i % P.len()]
 }
 
+/// Short axis labels: `100`, `10k`, `1.5M`, `0.25`, `1e-5`.
+pub fn axis_label(v: f64) -> String {
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1e9 {
+        format!("{}G", trim(format!("{:.1}", v / 1e9)))
+    } else if a >= 1e6 {
+        format!("{}M", trim(format!("{:.1}", v / 1e6)))
+    } else if a >= 1e3 {
+        format!("{}k", trim(format!("{:.1}", v / 1e3)))
+    } else if a >= 1.0 {
+        trim(format!("{v:.1}"))
+    } else if a >= 0.01 {
+        trim(format!("{v:.2}"))
+    } else {
+        format!("{v:.0e}")
+    }
+}
+
 fn err<E: std::fmt::Display>(e: E) -> String {
     format!("chart: {e}")
 }
@@ -77,6 +104,8 @@ where
         .configure_mesh()
         .x_desc(x_label)
         .y_desc(y_label)
+        .x_label_formatter(&|v| axis_label(*v))
+        .y_label_formatter(&|v| axis_label(*v))
         .draw()
         .map_err(err)?;
     for (i, s) in series.iter().enumerate() {
@@ -301,6 +330,16 @@ mod tests {
         )
         .unwrap();
         assert!(svg.contains("10.0") && svg.contains("3.5"));
+    }
+
+    #[test]
+    fn axis_labels_are_short() {
+        assert_eq!(axis_label(100.0), "100");
+        assert_eq!(axis_label(100_000.0), "100k");
+        assert_eq!(axis_label(1_500_000.0), "1.5M");
+        assert_eq!(axis_label(0.25), "0.25");
+        assert_eq!(axis_label(0.000_099_999_9), "1e-4");
+        assert_eq!(axis_label(0.0), "0");
     }
 
     #[test]
