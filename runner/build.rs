@@ -17,7 +17,12 @@ fn main() {
     println!("cargo:rustc-env=RUNNER_RUSTC_VERSION={version}");
 
     let rev = run("git", &["rev-parse", "--short=12", "HEAD"]).map(|r| {
-        let dirty = run("git", &["status", "--porcelain", "--untracked-files=no"])
+        // Committed results are rewritten by the runner itself; they don't make the
+        // code dirty.
+        let dirty = run(
+            "git",
+            &["status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"],
+        )
             .is_some_and(|s| !s.is_empty());
         if dirty {
             format!("{r}-dirty")
