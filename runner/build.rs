@@ -21,7 +21,7 @@ fn main() {
         // code dirty.
         let dirty = run(
             "git",
-            &["status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"],
+            &["status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)results"],
         )
             .is_some_and(|s| !s.is_empty());
         if dirty {
