@@ -21,9 +21,16 @@ fn main() {
         // code dirty.
         let dirty = run(
             "git",
-            &["status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)results"],
+            &[
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ":/",
+                ":(top,exclude)results",
+            ],
         )
-            .is_some_and(|s| !s.is_empty());
+        .is_some_and(|s| !s.is_empty());
         if dirty {
             format!("{r}-dirty")
         } else {
