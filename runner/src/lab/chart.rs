@@ -132,6 +132,21 @@ where
     Ok(())
 }
 
+/// Draws onto a white SVG canvas of `size` pixels and returns the SVG text.
+fn render(
+    size: (u32, u32),
+    paint: impl FnOnce(&DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> Result<(), String>,
+) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        paint(&root)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 /// A log-log line chart (CCDF; one panel of the load sweep).
 pub fn loglog(
     title: &str,
@@ -139,14 +154,10 @@ pub fn loglog(
     y_label: &str,
     series: &[Series],
 ) -> Result<String, String> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        draw_loglog(&root, title, x_label, y_label, series)?;
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+    render((W, H), |root| {
+        draw_loglog(root, title, x_label, y_label, series)?;
+        Ok(())
+    })
 }
 
 fn draw_loglog<DB: DrawingBackend>(
@@ -189,19 +200,14 @@ pub fn loglog_panels(
     x_label: &str,
     y_label: &str,
 ) -> Result<String, String> {
-    let mut svg = String::new();
-    {
-        let n = panels.len().max(1);
-        let root =
-            SVGBackend::with_string(&mut svg, (W * n as u32 / 2 + 200, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
+    let n = panels.len().max(1);
+    render((W * n as u32 / 2 + 200, H), |root| {
         let areas = root.split_evenly((1, n));
         for (area, (title, series)) in areas.iter().zip(panels) {
             draw_loglog(area, title, x_label, y_label, series)?;
         }
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// A line chart with a log x axis and a linear y axis (the PDF).
@@ -211,15 +217,12 @@ pub fn logx(
     y_label: &str,
     series: &[Series],
 ) -> Result<String, String> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
+    render((W, H), |root| {
         let xr = positive_range(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
             .unwrap_or((1.0, 10.0));
         let yr = linear_range(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
         draw(
-            &root,
+            root,
             title,
             x_label,
             y_label,
@@ -227,21 +230,17 @@ pub fn logx(
             yr.0..yr.1,
             series,
         )?;
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// Vertical bars, one per name, value labelled above each.
 pub fn bars(title: &str, y_label: &str, bars: &[(String, f64)]) -> Result<String, String> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
+    render((W, H), |root| {
         let n = bars.len().max(1);
         let (_, top) = linear_range(bars.iter().map(|b| b.1));
         let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(40)
@@ -279,9 +278,8 @@ pub fn bars(title: &str, y_label: &str, bars: &[(String, f64)]) -> Result<String
                 )))
                 .map_err(err)?;
         }
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -268,6 +268,18 @@ fn two_threads<P: Role, C: Role>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result<Run
     })
 }
 
+/// The producer's step before each stamp: after a stop request, stop pacing (checked
+/// every 4096 items); otherwise wait until item `i` is due.
+#[inline(always)]
+fn wait_due(i: usize, sched: &mut Schedule, stop: &AtomicU8) {
+    if i & 4095 == 0 && stop.load(Ordering::Relaxed) != 0 {
+        sched.period_ticks = 0.0;
+    }
+    if sched.is_paced() {
+        pacer::wait_until(sched.due(i as u64));
+    }
+}
+
 #[inline(always)]
 fn stamp(cpu: u32) -> (u64, u64) {
     #[cfg(target_arch = "x86_64")]
@@ -330,12 +342,7 @@ impl<T: SpinTx + Send> Role for SpinP<T> {
     ) -> u64 {
         let mut off = 0;
         for (i, slot) in stamps.iter_mut().enumerate() {
-            if i & 4095 == 0 && stop.load(Ordering::Relaxed) != 0 {
-                sched.period_ticks = 0.0;
-            }
-            if sched.is_paced() {
-                pacer::wait_until(sched.due(i as u64));
-            }
+            wait_due(i, &mut sched, stop);
             let mut tick = Tick::new(i as u64);
             let (t, o) = stamp(cpu);
             *slot = t;
@@ -403,12 +410,7 @@ impl Role for Blocking<'_> {
         let m = self.0;
         let mut off = 0;
         for (i, slot) in stamps.iter_mut().enumerate() {
-            if i & 4095 == 0 && stop.load(Ordering::Relaxed) != 0 {
-                sched.period_ticks = 0.0;
-            }
-            if sched.is_paced() {
-                pacer::wait_until(sched.due(i as u64));
-            }
+            wait_due(i, &mut sched, stop);
             let tick = Tick::new(i as u64);
             let (t, o) = stamp(cpu);
             *slot = t;
