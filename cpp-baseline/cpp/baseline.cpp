@@ -88,8 +88,24 @@ inline void wait_until_due(const hb_role* r, uint64_t i, double& period) {
     }
 }
 
-template <class Q, class TryPush>
-void produce_spin(Q& q, hb_role* r, TryPush try_push) {
+// Non-blocking push / pop of the two lock-free queues, one spelling for the loops.
+template <size_t N>
+bool try_push(hb::SpscRing<MarketTick, N>& q, const MarketTick& t) { return q.try_push(t); }
+template <size_t N>
+bool try_pop(hb::SpscRing<MarketTick, N>& q, MarketTick& t) { return q.try_pop(t); }
+#ifdef HB_HAVE_BOOST
+template <class... Opts>
+bool try_push(boost::lockfree::spsc_queue<MarketTick, Opts...>& q, const MarketTick& t) {
+    return q.push(t);
+}
+template <class... Opts>
+bool try_pop(boost::lockfree::spsc_queue<MarketTick, Opts...>& q, MarketTick& t) {
+    return q.pop(t);
+}
+#endif
+
+template <class Q>
+void produce(Q& q, hb_role* r) {
     double period = r->period;
     uint64_t off = 0;
     for (uint64_t i = 0; i < r->n; ++i) {
@@ -104,8 +120,8 @@ void produce_spin(Q& q, hb_role* r, TryPush try_push) {
     r->off_cpu = off;
 }
 
-template <class Q, class TryPop>
-void consume_spin(Q& q, hb_role* r, TryPop try_pop) {
+template <class Q>
+void consume(Q& q, hb_role* r) {
     uint64_t off = 0, bad = 0;
     for (uint64_t k = 0; k < r->n; ++k) {
         MarketTick t;
@@ -124,7 +140,7 @@ void consume_spin(Q& q, hb_role* r, TryPop try_pop) {
     r->bad_seq = bad;
 }
 
-void produce_mutex(MutexQueue& m, hb_role* r) {
+void produce(MutexQueue& m, hb_role* r) {
     double period = r->period;
     uint64_t off = 0;
     for (uint64_t i = 0; i < r->n; ++i) {
@@ -143,7 +159,7 @@ void produce_mutex(MutexQueue& m, hb_role* r) {
     r->off_cpu = off;
 }
 
-void consume_mutex(MutexQueue& m, hb_role* r) {
+void consume(MutexQueue& m, hb_role* r) {
     uint64_t off = 0, bad = 0;
     for (uint64_t k = 0; k < r->n; ++k) {
         MarketTick tick;
@@ -177,12 +193,20 @@ using BoostDyn = boost::lockfree::spsc_queue<MarketTick>;
 // Each queue type is tagged by kind and by whether its capacity is the compile-time 1024.
 enum Impl : int { kMutex, kRing1024, kRingDyn, kBoost1024, kBoostDyn };
 
-const auto ring_push = [](auto& q, const MarketTick& t) { return q.try_push(t); };
-const auto ring_pop = [](auto& q, MarketTick& t) { return q.try_pop(t); };
+// Calls f with the handle's queue as its concrete type: the one place that lists them.
+template <class F>
+void visit(Handle* handle, F&& f) {
+    switch (handle->kind) {
+        case kMutex: f(*static_cast<MutexQueue*>(handle->queue)); break;
+        case kRing1024: f(*static_cast<Ring1024*>(handle->queue)); break;
+        case kRingDyn: f(*static_cast<RingDyn*>(handle->queue)); break;
 #ifdef HB_HAVE_BOOST
-const auto boost_push = [](auto& q, const MarketTick& t) { return q.push(t); };
-const auto boost_pop = [](auto& q, MarketTick& t) { return q.pop(t); };
+        case kBoost1024: f(*static_cast<Boost1024*>(handle->queue)); break;
+        case kBoostDyn: f(*static_cast<BoostDyn*>(handle->queue)); break;
 #endif
+        default: break;
+    }
+}
 
 }  // namespace
 
@@ -233,45 +257,16 @@ void* hb_new(int kind, size_t capacity) {
 void hb_free(void* h) {
     Handle* handle = static_cast<Handle*>(h);
     if (handle == nullptr) return;
-    switch (handle->kind) {
-        case kMutex: delete static_cast<MutexQueue*>(handle->queue); break;
-        case kRing1024: delete static_cast<Ring1024*>(handle->queue); break;
-        case kRingDyn: delete static_cast<RingDyn*>(handle->queue); break;
-#ifdef HB_HAVE_BOOST
-        case kBoost1024: delete static_cast<Boost1024*>(handle->queue); break;
-        case kBoostDyn: delete static_cast<BoostDyn*>(handle->queue); break;
-#endif
-        default: break;
-    }
+    visit(handle, [](auto& q) { delete &q; });
     delete handle;
 }
 
 void hb_produce(void* h, hb_role* r) {
-    Handle* handle = static_cast<Handle*>(h);
-    switch (handle->kind) {
-        case kMutex: produce_mutex(*static_cast<MutexQueue*>(handle->queue), r); break;
-        case kRing1024: produce_spin(*static_cast<Ring1024*>(handle->queue), r, ring_push); break;
-        case kRingDyn: produce_spin(*static_cast<RingDyn*>(handle->queue), r, ring_push); break;
-#ifdef HB_HAVE_BOOST
-        case kBoost1024: produce_spin(*static_cast<Boost1024*>(handle->queue), r, boost_push); break;
-        case kBoostDyn: produce_spin(*static_cast<BoostDyn*>(handle->queue), r, boost_push); break;
-#endif
-        default: break;
-    }
+    visit(static_cast<Handle*>(h), [r](auto& q) { produce(q, r); });
 }
 
 void hb_consume(void* h, hb_role* r) {
-    Handle* handle = static_cast<Handle*>(h);
-    switch (handle->kind) {
-        case kMutex: consume_mutex(*static_cast<MutexQueue*>(handle->queue), r); break;
-        case kRing1024: consume_spin(*static_cast<Ring1024*>(handle->queue), r, ring_pop); break;
-        case kRingDyn: consume_spin(*static_cast<RingDyn*>(handle->queue), r, ring_pop); break;
-#ifdef HB_HAVE_BOOST
-        case kBoost1024: consume_spin(*static_cast<Boost1024*>(handle->queue), r, boost_pop); break;
-        case kBoostDyn: consume_spin(*static_cast<BoostDyn*>(handle->queue), r, boost_pop); break;
-#endif
-        default: break;
-    }
+    visit(static_cast<Handle*>(h), [r](auto& q) { consume(q, r); });
 }
 
 }  // extern "C"

@@ -297,7 +297,7 @@ impl Outcome {
         self.cells.iter().filter(move |c| c.mode == mode)
     }
 
-    /// The cell of (mode, variant) with the given offered rate (any when `None`).
+    /// The first runnable cell of (mode, variant) (headline and throughput have one each).
     pub fn find(&self, mode: Mode, v: Variant) -> Option<&Cell> {
         self.cells
             .iter()

@@ -208,14 +208,22 @@ pub fn run_once(variant: Variant, spec: &RunSpec<'_>) -> Result<RunData, String>
     }
 }
 
-/// One side of a queue: runs its whole role on the calling (pinned) thread and
-/// returns (stamps off core, bad items).
-trait Role: Send {
+/// The producer side of a queue: runs its whole role on the calling (pinned) thread
+/// and returns the number of stamps taken off its core.
+trait Produce: Send {
     fn produce(self, sched: Schedule, stamps: &mut [u64], cpu: u32, stop: &AtomicU8) -> u64;
+}
+
+/// The consumer side of a queue: returns (stamps off core, bad items).
+trait Consume: Send {
     fn consume(self, stamps: &mut [u64], cpu: u32) -> (u64, u64);
 }
 
-fn two_threads<P: Role, C: Role>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result<RunData, String> {
+fn two_threads<P: Produce, C: Consume>(
+    spec: &RunSpec<'_>,
+    tx: P,
+    rx: C,
+) -> Result<RunData, String> {
     let n = spec.items;
     let mut send = prefaulted(n);
     let mut recv = prefaulted(n);
@@ -224,13 +232,17 @@ fn two_threads<P: Role, C: Role>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result<Run
     let t0 = AtomicU64::new(0);
     let lead = (LEAD_NS * spec.freq_hz / 1e9) as u64;
     let (p_cpu, c_cpu) = (spec.producer_cpu, spec.consumer_cpu);
+    // Pin, then meet the other thread; go on only if both pinned.
+    let start = |cpu: usize| -> Result<bool, String> {
+        let pinned = pin::pin_current(cpu);
+        failed.fetch_or(pinned.is_err(), Ordering::Relaxed);
+        barrier.wait();
+        pinned?;
+        Ok(!failed.load(Ordering::Relaxed))
+    };
     let (p_res, c_res) = std::thread::scope(|s| {
         let producer = s.spawn(|| {
-            let pinned = pin::pin_current(p_cpu);
-            failed.fetch_or(pinned.is_err(), Ordering::Relaxed);
-            barrier.wait();
-            pinned?;
-            if failed.load(Ordering::Relaxed) {
+            if !start(p_cpu)? {
                 return Ok(0);
             }
             let sched = Schedule::new(pacer::now() + lead, spec.rate_hz, spec.freq_hz);
@@ -238,11 +250,7 @@ fn two_threads<P: Role, C: Role>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result<Run
             Ok::<u64, String>(tx.produce(sched, &mut send, p_cpu as u32, spec.stop))
         });
         let consumer = s.spawn(|| {
-            let pinned = pin::pin_current(c_cpu);
-            failed.fetch_or(pinned.is_err(), Ordering::Relaxed);
-            barrier.wait();
-            pinned?;
-            if failed.load(Ordering::Relaxed) {
+            if !start(c_cpu)? {
                 return Ok((0, 0));
             }
             Ok::<(u64, u64), String>(rx.consume(&mut recv, c_cpu as u32))
@@ -332,7 +340,7 @@ struct SpinP<T>(T);
 /// A spinning consumer: `while (!q.try_pop(t)) {}`.
 struct SpinC<R>(R);
 
-impl<T: SpinTx + Send> Role for SpinP<T> {
+impl<T: SpinTx + Send> Produce for SpinP<T> {
     fn produce(
         mut self,
         mut sched: Schedule,
@@ -353,15 +361,9 @@ impl<T: SpinTx + Send> Role for SpinP<T> {
         }
         off
     }
-    fn consume(self, _: &mut [u64], _: u32) -> (u64, u64) {
-        unreachable!("a producer handle does not consume")
-    }
 }
 
-impl<R: SpinRx + Send> Role for SpinC<R> {
-    fn produce(self, _: Schedule, _: &mut [u64], _: u32, _: &AtomicU8) -> u64 {
-        unreachable!("a consumer handle does not produce")
-    }
+impl<R: SpinRx + Send> Consume for SpinC<R> {
     fn consume(mut self, stamps: &mut [u64], cpu: u32) -> (u64, u64) {
         let (mut off, mut bad) = (0, 0);
         for (k, slot) in stamps.iter_mut().enumerate() {
@@ -405,7 +407,7 @@ struct Blocking<'a>(&'a MutexQueue);
 
 const POISON: &str = "the queue mutex was poisoned by a panicking thread";
 
-impl Role for Blocking<'_> {
+impl Produce for Blocking<'_> {
     fn produce(self, mut sched: Schedule, stamps: &mut [u64], cpu: u32, stop: &AtomicU8) -> u64 {
         let m = self.0;
         let mut off = 0;
@@ -427,7 +429,9 @@ impl Role for Blocking<'_> {
         }
         off
     }
+}
 
+impl Consume for Blocking<'_> {
     fn consume(self, stamps: &mut [u64], cpu: u32) -> (u64, u64) {
         let m = self.0;
         let (mut off, mut bad) = (0, 0);
@@ -453,7 +457,7 @@ impl Role for Blocking<'_> {
 /// A C++ side: one call runs the whole role in C++.
 struct Cpp<S>(S);
 
-impl Role for Cpp<cpp_baseline::ProducerSide> {
+impl Produce for Cpp<cpp_baseline::ProducerSide> {
     fn produce(mut self, sched: Schedule, stamps: &mut [u64], cpu: u32, stop: &AtomicU8) -> u64 {
         let r = self.0.run(cpp_baseline::Role {
             t0: sched.t0,
@@ -464,15 +468,9 @@ impl Role for Cpp<cpp_baseline::ProducerSide> {
         });
         r.off_cpu
     }
-    fn consume(self, _: &mut [u64], _: u32) -> (u64, u64) {
-        unreachable!("a producer side does not consume")
-    }
 }
 
-impl Role for Cpp<cpp_baseline::ConsumerSide> {
-    fn produce(self, _: Schedule, _: &mut [u64], _: u32, _: &AtomicU8) -> u64 {
-        unreachable!("a consumer side does not produce")
-    }
+impl Consume for Cpp<cpp_baseline::ConsumerSide> {
     fn consume(mut self, stamps: &mut [u64], cpu: u32) -> (u64, u64) {
         static NEVER: AtomicU8 = AtomicU8::new(0);
         let r = self.0.run(cpp_baseline::Role {
