@@ -2,10 +2,11 @@
 //! stderr and exit status 2, before anything is measured or written.
 
 use crate::lab::env::Env;
+use crate::lab::noise;
 use crate::lab::pin;
 use crate::lab::results::Outputs;
 use crate::lab::stop;
-use crate::lab::topology::Topology;
+use crate::lab::topology::{format_cpu_list, Topology};
 use crate::queue::{self, variants, Config, Mode};
 use clap::{Args, Parser, Subcommand};
 use std::collections::BTreeMap;
@@ -72,6 +73,10 @@ pub struct QueueArgs {
     /// Sweep: seconds of offered load per point and run (caps --items at low rates)
     #[arg(long, default_value = "0.2", allow_hyphen_values = true)]
     sweep_seconds: String,
+    /// Seconds to spin on the producer's and the consumer's cores, before and after the
+    /// runs, measuring what interrupts them (0: skip)
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    noise_seconds: String,
 }
 
 fn parse_num<T: std::str::FromStr>(flag: &str, s: &str) -> Result<T, String> {
@@ -137,6 +142,13 @@ pub fn queue_config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<St
             a.sweep_seconds
         ));
     }
+    let noise_seconds: f64 = parse_num("noise-seconds", &a.noise_seconds)?;
+    if !(0.0..=60.0).contains(&noise_seconds) {
+        return Err(format!(
+            "--noise-seconds {}: give 0 (no probe) to 60 seconds",
+            a.noise_seconds
+        ));
+    }
     if a.out.exists() && !a.out.is_dir() {
         return Err(format!(
             "--out {}: exists and is not a directory",
@@ -173,6 +185,7 @@ pub fn queue_config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<St
             modes,
             sweep_seconds,
             sweep_min_items: 20_000.min(items),
+            noise_seconds,
         },
         note,
     ))
@@ -222,6 +235,7 @@ pub fn main() -> ExitCode {
             throughput: false,
             all: true,
             sweep_seconds: "0.2".into(),
+            noise_seconds: "1".into(),
         },
     };
     if !cfg!(target_arch = "x86_64") {
@@ -266,7 +280,7 @@ fn run_queue(cfg: &Config, note: Option<String>, topo: &Topology) -> Result<Exit
     pins.insert("producer".to_string(), Some(cfg.pins[0]));
     pins.insert("consumer".to_string(), Some(cfg.pins[1]));
     pins.insert("control".to_string(), cfg.pins.get(2).copied());
-    let env = Env::capture(topo, &clock, pins, note.clone());
+    let mut env = Env::capture(topo, &clock, pins, note.clone());
     println!("queue (seeds/002): {}", env.summary());
     println!(
         "pins: producer {}, consumer {}, control {}{}",
@@ -285,6 +299,21 @@ fn run_queue(cfg: &Config, note: Option<String>, topo: &Topology) -> Result<Exit
     if let Some(n) = &note {
         println!("note: {n}");
     }
+    let probe_cores = &cfg.pins[..2];
+    let mut probes = noise::Probes::default();
+    if cfg.noise_seconds > 0.0 {
+        println!(
+            "noise: spinning {} s on cores {} (gaps of {} or more)...",
+            cfg.noise_seconds,
+            format_cpu_list(probe_cores),
+            noise::dur(noise::THRESHOLD_NS)
+        );
+        let before = noise::probe(probe_cores, cfg.noise_seconds, &clock)?;
+        probes.before = Some(before);
+        for l in probes.lines() {
+            println!("noise {l}");
+        }
+    }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -295,11 +324,27 @@ fn run_queue(cfg: &Config, note: Option<String>, topo: &Topology) -> Result<Exit
     let outcome = queue::execute(cfg, &clock, &bar);
     bar.finish_and_clear();
     let outcome = outcome?;
-    if outcome.interrupted {
+    if cfg.noise_seconds > 0.0 && !outcome.interrupted {
+        probes.after = Some(noise::probe(probe_cores, cfg.noise_seconds, &clock)?);
+    }
+    if outcome.interrupted || stop::requested() {
         eprintln!("runner: interrupted; nothing was written");
         return Ok(ExitCode::from(130));
     }
+    if cfg.noise_seconds > 0.0 {
+        env.noise = Some(probes);
+    }
     let mut report = format!("queue (seeds/002): {}\n", env.summary());
+    if let Some(p) = &env.noise {
+        report.push_str(&format!(
+            "\nnoise: what interrupts a thread spinning on each pinned core ({} s, gaps of {} or more); a floor is the latency those gaps alone impose on items handed from the producer's core to the consumer's\n",
+            cfg.noise_seconds,
+            noise::dur(noise::THRESHOLD_NS)
+        ));
+        for l in p.lines() {
+            report.push_str(&format!("  {l}\n"));
+        }
+    }
     for &mode in &cfg.modes {
         report.push('\n');
         report.push_str(&match mode {
@@ -317,7 +362,7 @@ fn run_queue(cfg: &Config, note: Option<String>, topo: &Topology) -> Result<Exit
             ),
         });
     }
-    let claims = queue::claims::claims(&outcome, cfg);
+    let claims = queue::claims::claims(&outcome, cfg, env.noise.as_ref());
     report.push('\n');
     report.push_str(&queue::report::claims_table(&claims));
     // The first line was printed before the runs.

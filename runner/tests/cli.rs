@@ -32,6 +32,8 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
         vec!["queue", "--capacity", "0"],
         vec!["queue", "--variants", "handoff-spsc,nope"],
         vec!["queue", "--no-such-flag"],
+        vec!["queue", "--noise-seconds", "-1"],
+        vec!["queue", "--noise-seconds", "61"],
         vec!["nosuchcommand"],
     ];
     // The document's pins, on a machine that lacks those cores (this 2-core VM).
@@ -86,6 +88,8 @@ fn every_variant_runs_in_every_mode_and_results_are_written() {
         "2",
         "--sweep-seconds",
         "0.001",
+        "--noise-seconds",
+        "0.1",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -114,6 +118,32 @@ fn every_variant_runs_in_every_mode_and_results_are_written() {
         assert!(json["env"].get(k).is_some(), "env.{k} missing");
     }
     assert_eq!(json["config"]["items"], 3000);
+    // The noise probes: both pinned cores, before and after the runs.
+    let noise = &json["env"]["noise"];
+    let pins = &json["env"]["pins"];
+    for when in ["before", "after"] {
+        let p = &noise[when];
+        assert!((p["seconds"].as_f64().unwrap() - 0.1).abs() < 0.01, "{p}");
+        let cores = p["cores"].as_array().unwrap();
+        let cpus: Vec<_> = cores.iter().map(|c| c["cpu"].clone()).collect();
+        assert_eq!(
+            cpus,
+            vec![pins["producer"].clone(), pins["consumer"].clone()]
+        );
+        for c in cores {
+            let lost = c["lost_fraction"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&lost), "{when}: {c}");
+            assert_eq!(c["histogram"].as_array().unwrap().len(), 9);
+        }
+        let h = &p["handoff"];
+        assert_eq!(h["producer"], pins["producer"]);
+        assert_eq!(h["consumer"], pins["consumer"]);
+        assert!(
+            h["p99_floor_ns"].is_u64() && h["p99.9_floor_ns"].is_u64(),
+            "{h}"
+        );
+    }
+    assert!(stdout.contains("noise: what interrupts"), "{stdout}");
     let names = [
         "handoff-spsc",
         "rtrb",

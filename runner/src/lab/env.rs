@@ -1,6 +1,7 @@
 //! The environment every result carries: CPU, cores, allowed CPUs, L3 groups, pins,
 //! kernel, virtualisation, compilers, git revision and the TSC calibration.
 
+use super::noise::Probes;
 use super::topology::{format_cpu_list, Topology};
 use handoff_clock::{Calibration, Clock, ReadCost};
 use serde::Serialize;
@@ -42,6 +43,8 @@ pub struct Env {
     pub tsc: Calibration,
     /// Measured cost of one read of each kind.
     pub clock_read_cost_ns: ReadCost,
+    /// What the pinned cores lose to interruptions ([`probe`](super::noise::probe)), when probed.
+    pub noise: Option<Probes>,
 }
 
 impl Env {
@@ -75,6 +78,7 @@ impl Env {
             .into(),
             tsc: clock.calibration().clone(),
             clock_read_cost_ns: clock.read_cost(),
+            noise: None,
         }
     }
 

@@ -61,6 +61,8 @@ pub struct Config {
     pub sweep_seconds: f64,
     /// Sweep: fewest items per point and run.
     pub sweep_min_items: usize,
+    /// Seconds of the scheduling-noise probe before and after the runs (0: none).
+    pub noise_seconds: f64,
 }
 
 fn ser_variants<S: serde::Serializer>(v: &[Variant], s: S) -> Result<S::Ok, S::Error> {
