@@ -104,16 +104,23 @@ bool try_pop(boost::lockfree::spsc_queue<MarketTick, Opts...>& q, MarketTick& t)
 }
 #endif
 
+// The producer's step before each push: wait until item i is due, build it, stamp its
+// send time, and count the stamp if it was taken off the pinned core.
+inline MarketTick due_tick(hb_role* r, uint64_t i, double& period, uint64_t& off) {
+    wait_until_due(r, i, period);
+    const MarketTick tick = make_tick(i);
+    uint32_t aux;
+    r->stamps[i] = rdtscp_ordered(&aux);
+    off += (aux & 0xfff) != r->cpu;
+    return tick;
+}
+
 template <class Q>
 void produce(Q& q, hb_role* r) {
     double period = r->period;
     uint64_t off = 0;
     for (uint64_t i = 0; i < r->n; ++i) {
-        wait_until_due(r, i, period);
-        const MarketTick tick = make_tick(i);
-        uint32_t aux;
-        r->stamps[i] = rdtscp_ordered(&aux);
-        off += (aux & 0xfff) != r->cpu;
+        const MarketTick tick = due_tick(r, i, period, off);
         while (!try_push(q, tick)) { /* spin */
         }
     }
@@ -144,11 +151,7 @@ void produce(MutexQueue& m, hb_role* r) {
     double period = r->period;
     uint64_t off = 0;
     for (uint64_t i = 0; i < r->n; ++i) {
-        wait_until_due(r, i, period);
-        const MarketTick tick = make_tick(i);
-        uint32_t aux;
-        r->stamps[i] = rdtscp_ordered(&aux);
-        off += (aux & 0xfff) != r->cpu;
+        const MarketTick tick = due_tick(r, i, period, off);
         {
             std::unique_lock<std::mutex> lk(m.mtx);
             m.cv_not_full.wait(lk, [&] { return m.q.size() < m.N; });

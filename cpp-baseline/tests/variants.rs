@@ -6,6 +6,17 @@ use std::sync::atomic::AtomicU8;
 
 /// Runs `n` items through `kind` at `capacity`, paced at `period` ticks (0: unpaced).
 fn run(kind: Kind, capacity: usize, n: usize, period: f64) -> Option<(u64, Vec<u64>, Vec<u64>)> {
+    run_with_stop(kind, capacity, n, period, 0)
+}
+
+/// [`run`] with the stop flag set to `stop` before the producer starts.
+fn run_with_stop(
+    kind: Kind,
+    capacity: usize,
+    n: usize,
+    period: f64,
+    stop: u8,
+) -> Option<(u64, Vec<u64>, Vec<u64>)> {
     let (mut tx, mut rx) = match queue(kind, capacity) {
         Ok(q) => q,
         Err(QueueError::Unavailable(why)) => {
@@ -14,7 +25,7 @@ fn run(kind: Kind, capacity: usize, n: usize, period: f64) -> Option<(u64, Vec<u
         }
         Err(e) => panic!("{}: {e}", kind.name()),
     };
-    let stop = AtomicU8::new(0);
+    let stop = AtomicU8::new(stop);
     let mut sent = vec![0u64; n];
     let mut got = vec![0u64; n];
     let t0 = handoff_clock::tsc::rdtsc();
@@ -75,6 +86,29 @@ fn paced_sends_follow_the_schedule() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn a_stop_request_ends_the_pacing_and_every_item_still_arrives() {
+    // One item per 10^13 ticks (about an hour): only a producer that honours the stop
+    // flag, which it reads every 4096 items from item 0, finishes. A watchdog turns a
+    // producer that ignores it into a failure instead of a hang.
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for kind in Kind::ALL {
+            if let Some((_, sent, got)) = run_with_stop(kind, 1024, 10_000, 1e13, 1) {
+                check(kind, &sent, &got);
+            }
+        }
+        done_tx.send(()).unwrap();
+    });
+    match done_rx.recv_timeout(std::time::Duration::from_secs(300)) {
+        Ok(()) => {}
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("a C++ producer kept pacing after the stop flag was set")
+        }
+        Err(e) => panic!("the run failed: {e}"),
     }
 }
 
