@@ -115,6 +115,20 @@ inline MarketTick due_tick(hb_role* r, uint64_t i, double& period, uint64_t& off
     return tick;
 }
 
+// The consumer's step after each pop: stamp the receive time at the item's seq (or
+// count the item as bad if it is out of order or corrupted), and count the stamp if it
+// was taken off the pinned core.
+inline void taken(hb_role* r, uint64_t k, const MarketTick& t, uint64_t& off, uint64_t& bad) {
+    uint32_t aux;
+    const uint64_t ts = rdtscp_ordered(&aux);
+    off += (aux & 0xfff) != r->cpu;
+    if (t.seq != k || t.seq >= r->n || t.qty != static_cast<uint32_t>(t.seq)) {
+        ++bad;
+        return;
+    }
+    r->stamps[t.seq] = ts;
+}
+
 template <class Q>
 void produce(Q& q, hb_role* r) {
     double period = r->period;
@@ -134,14 +148,7 @@ void consume(Q& q, hb_role* r) {
         MarketTick t;
         while (!try_pop(q, t)) { /* spin */
         }
-        uint32_t aux;
-        const uint64_t ts = rdtscp_ordered(&aux);
-        off += (aux & 0xfff) != r->cpu;
-        if (t.seq != k || t.seq >= r->n || t.qty != static_cast<uint32_t>(t.seq)) {
-            ++bad;
-            continue;
-        }
-        r->stamps[t.seq] = ts;
+        taken(r, k, t, off, bad);
     }
     r->off_cpu = off;
     r->bad_seq = bad;
@@ -173,14 +180,7 @@ void consume(MutexQueue& m, hb_role* r) {
             m.q.pop();
         }
         m.cv_not_full.notify_one();
-        uint32_t aux;
-        const uint64_t ts = rdtscp_ordered(&aux);  // after unlock
-        off += (aux & 0xfff) != r->cpu;
-        if (tick.seq != k || tick.seq >= r->n || tick.qty != static_cast<uint32_t>(tick.seq)) {
-            ++bad;
-            continue;
-        }
-        r->stamps[tick.seq] = ts;
+        taken(r, k, tick, off, bad);  // stamped after the unlock
     }
     r->off_cpu = off;
     r->bad_seq = bad;

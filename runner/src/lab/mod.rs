@@ -10,3 +10,16 @@ pub mod pin;
 pub mod results;
 pub mod stop;
 pub mod topology;
+
+/// A zeroed buffer whose pages are already mapped, so that a timed loop writing into it
+/// takes no page faults (a fresh zeroed allocation can be untouched copy-on-write
+/// pages until first written).
+///
+/// ```
+/// assert_eq!(runner::lab::prefaulted(3), vec![0, 0, 0]);
+/// ```
+pub fn prefaulted(n: usize) -> Vec<u64> {
+    let mut v = vec![u64::MAX; n];
+    v.fill(0);
+    v
+}

@@ -311,7 +311,7 @@ pub fn probe(cpus: &[usize], seconds: f64, clock: &Clock) -> Result<Probe, Strin
     let barrier = Barrier::new(cpus.len() + 1);
     let start = std::sync::atomic::AtomicU64::new(0);
     let before = timer_counts();
-    type Spun = (Vec<(u64, u64)>, u64, u64);
+    type Spun = (Vec<u64>, u64, u64);
     let results: Vec<Result<Spun, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = cpus
             .iter()
@@ -319,7 +319,8 @@ pub fn probe(cpus: &[usize], seconds: f64, clock: &Clock) -> Result<Probe, Strin
                 let (barrier, start) = (&barrier, &start);
                 s.spawn(move || {
                     let pinned = pin::pin_current(cpu);
-                    let mut gaps: Vec<(u64, u64)> = vec![(0, 0); room];
+                    // Start and end of gap k at 2k and 2k + 1.
+                    let mut gaps = super::prefaulted(2 * room);
                     barrier.wait();
                     pinned?;
                     // Every thread spins over the same span of the (shared) TSC.
@@ -335,13 +336,14 @@ pub fn probe(cpus: &[usize], seconds: f64, clock: &Clock) -> Result<Probe, Strin
                             n += 1;
                             lost += gap;
                             if kept < room {
-                                gaps[kept] = (prev - t0, t - t0);
+                                gaps[2 * kept] = prev - t0;
+                                gaps[2 * kept + 1] = t - t0;
                                 kept += 1;
                             }
                         }
                         prev = t;
                     }
-                    gaps.truncate(kept);
+                    gaps.truncate(2 * kept);
                     Ok((gaps, n, lost))
                 })
             })
@@ -366,10 +368,10 @@ pub fn probe(cpus: &[usize], seconds: f64, clock: &Clock) -> Result<Probe, Strin
     let mut gaps_ns: Vec<Vec<Gap>> = Vec::new();
     for (&cpu, r) in cpus.iter().zip(results) {
         let (gaps, n, lost) = r?;
-        let kept = gaps.len() as u64;
+        let kept = gaps.len() as u64 / 2;
         let g: Vec<Gap> = gaps
-            .into_iter()
-            .map(|(a, b)| (clock.ticks_to_ns(a), clock.ticks_to_ns(b)))
+            .chunks_exact(2)
+            .map(|x| (clock.ticks_to_ns(x[0]), clock.ticks_to_ns(x[1])))
             .collect();
         let mut core = CoreNoise::from_gaps(cpu, &g, secs, n, clock.ticks_to_ns(lost), kept < n);
         let count = |v: &[(usize, u64)]| v.iter().find(|(c, _)| *c == cpu).map(|x| x.1);

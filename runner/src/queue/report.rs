@@ -6,6 +6,7 @@ use super::{Cell, Config, Mode, Outcome};
 use crate::lab::chart::{self, Series};
 use crate::lab::env::Env;
 use crate::lab::results::Outputs;
+use handoff_stats::Latency;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -256,18 +257,21 @@ pub fn outputs(
         .collect();
     if !headline.is_empty() {
         let rate = fmt_rate(cfg.rate_hz);
-        let ccdf: Vec<Series> = headline
-            .iter()
-            .map(|c| Series {
-                name: c.variant.name().into(),
-                points: c
-                    .latency
-                    .ccdf()
-                    .iter()
-                    .map(|p| (p.value as f64, p.fraction))
-                    .collect(),
-            })
-            .collect();
+        let series = |points: &dyn Fn(&Latency) -> Vec<(f64, f64)>| -> Vec<Series> {
+            headline
+                .iter()
+                .map(|c| Series {
+                    name: c.variant.name().into(),
+                    points: points(&c.latency),
+                })
+                .collect()
+        };
+        let ccdf = series(&|l| {
+            l.ccdf()
+                .iter()
+                .map(|p| (p.value as f64, p.fraction))
+                .collect()
+        });
         let svg = chart::loglog(
             &format!("queue: latency CCDF at {rate} offered (fraction of items at or above)"),
             "enqueue -> dequeue latency (ns)",
@@ -275,18 +279,12 @@ pub fn outputs(
             &ccdf,
         )?;
         files.add(dir.join("queue-ccdf.svg"), svg.into_bytes());
-        let pdf: Vec<Series> = headline
-            .iter()
-            .map(|c| Series {
-                name: c.variant.name().into(),
-                points: c
-                    .latency
-                    .pdf()
-                    .iter()
-                    .map(|b| ((b.lower + b.upper) as f64 / 2.0, b.fraction))
-                    .collect(),
-            })
-            .collect();
+        let pdf = series(&|l| {
+            l.pdf()
+                .iter()
+                .map(|b| ((b.lower + b.upper) as f64 / 2.0, b.fraction))
+                .collect()
+        });
         let svg = chart::logx(
             &format!("queue: latency PDF at {rate} offered (log2/16 buckets)"),
             "enqueue -> dequeue latency (ns)",

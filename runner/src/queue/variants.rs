@@ -6,7 +6,7 @@
 //! schedule, and count stamps taken off their pinned core.
 
 use crate::lab::pacer::{self, Schedule};
-use crate::lab::pin;
+use crate::lab::{self, pin};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Barrier, Condvar, Mutex};
@@ -170,14 +170,6 @@ pub struct RunData {
     pub bad_seq: u64,
 }
 
-/// A zeroed stamp buffer whose pages are already faulted in (a page fault inside
-/// the timed loop would land in the latency).
-fn prefaulted(n: usize) -> Vec<u64> {
-    let mut v = vec![u64::MAX; n];
-    v.fill(0);
-    v
-}
-
 /// How long after both threads are ready the first item is due.
 const LEAD_NS: f64 = 50_000.0;
 
@@ -225,8 +217,8 @@ fn two_threads<P: Produce, C: Consume>(
     rx: C,
 ) -> Result<RunData, String> {
     let n = spec.items;
-    let mut send = prefaulted(n);
-    let mut recv = prefaulted(n);
+    let mut send = lab::prefaulted(n);
+    let mut recv = lab::prefaulted(n);
     let barrier = Barrier::new(2);
     let failed = AtomicBool::new(false);
     let t0 = AtomicU64::new(0);
