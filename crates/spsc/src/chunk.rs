@@ -11,7 +11,9 @@ use crate::sync::Ordering;
 ///
 /// Items written into the chunk become visible to the consumer only on
 /// [`commit`](WriteChunk::commit), all at once. Dropping the chunk without committing
-/// drops the items written into it; the ring is unchanged.
+/// drops the items written into it; the ring is unchanged. Forgetting it
+/// (`mem::forget`) leaks the items written into it and leaves the ring unchanged too:
+/// they were never published, and their slots are simply written over later.
 ///
 /// ```
 /// let (mut tx, mut rx) = handoff_spsc::channel::<u64>(4);
@@ -191,8 +193,11 @@ impl<T> Drop for WriteChunk<'_, T> {
     fn drop(&mut self) {
         if self.written > 0 {
             let start = *self.tail;
-            // SAFETY: the written slots hold initialised items that were never published.
-            unsafe { self.raw.drop_range(start, start.wrapping_add(self.written)) }
+            let written = core::mem::replace(&mut self.written, 0);
+            // SAFETY: the written slots hold initialised items that were never published
+            // (the producer's index is still `start`), and nothing reads them again: the
+            // chunk is going away and the slots count as free.
+            unsafe { self.raw.drop_range(start, start.wrapping_add(written)) }
         }
     }
 }
@@ -223,20 +228,42 @@ impl<T> fmt::Debug for WriteChunk<'_, T> {
 /// drop(chunk);
 /// assert_eq!(rx.try_pop(), Some(4));
 /// ```
+///
+/// Forgetting the chunk (`mem::forget` is safe) is safe too: every item taken or
+/// consumed through it is gone from the consumer's view at once, so none is handed
+/// out or dropped again; only the producer sees their slots late: at the consumer's
+/// next release, the next time it finds the ring empty, or when it is dropped.
+///
+/// ```
+/// let (mut tx, mut rx) = handoff_spsc::channel::<String>(4);
+/// tx.try_push("a".to_string()).unwrap();
+/// tx.try_push("b".to_string()).unwrap();
+/// let mut chunk = rx.read_chunk(1);
+/// let a = chunk.next().unwrap();
+/// std::mem::forget(chunk);
+/// assert_eq!(rx.try_pop().as_deref(), Some("b")); // not "a" a second time
+/// assert_eq!(a, "a");
+/// ```
 pub struct ReadChunk<'a, T> {
     raw: &'a Raw<T>,
+    /// The consumer's own index. Every item is counted off here *before* it is moved
+    /// out or dropped, so the consumer never sees it again even if the chunk is
+    /// forgotten; the shared index follows in `Drop`.
     head: &'a mut usize,
-    len: usize,
-    taken: usize,
+    /// The consumer's index when the chunk was made: `Drop` publishes only if it moved.
+    start: usize,
+    /// One past the last item of the chunk.
+    end: usize,
 }
 
 impl<'a, T> ReadChunk<'a, T> {
     pub(crate) fn new(raw: &'a Raw<T>, head: &'a mut usize, len: usize) -> Self {
+        let start = *head;
         ReadChunk {
             raw,
             head,
-            len,
-            taken: 0,
+            start,
+            end: start.wrapping_add(len),
         }
     }
 
@@ -252,7 +279,7 @@ impl<'a, T> ReadChunk<'a, T> {
     /// ```
     #[inline]
     pub fn len(&self) -> usize {
-        self.len - self.taken
+        self.end.wrapping_sub(*self.head)
     }
 
     /// Whether no item remains in the chunk.
@@ -263,7 +290,7 @@ impl<'a, T> ReadChunk<'a, T> {
     /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == self.taken
+        *self.head == self.end
     }
 
     /// The remaining items, as up to two slices in ring order.
@@ -275,9 +302,7 @@ impl<'a, T> ReadChunk<'a, T> {
     /// assert_eq!(chunk.as_slices(), (&[5u8, 6][..], &[][..]));
     /// ```
     pub fn as_slices(&self) -> (&[T], &[T]) {
-        let (a, a_len, b, b_len) = self
-            .raw
-            .segments(self.head.wrapping_add(self.taken), self.len());
+        let (a, a_len, b, b_len) = self.raw.segments(*self.head, self.len());
         // SAFETY: the slots are initialised, published, and owned by the consumer until
         // the chunk releases them; the segments are disjoint and in bounds.
         unsafe {
@@ -298,9 +323,7 @@ impl<'a, T> ReadChunk<'a, T> {
     /// assert_eq!(chunk.next(), Some(9));
     /// ```
     pub fn as_mut_slices(&mut self) -> (&mut [T], &mut [T]) {
-        let (a, a_len, b, b_len) = self
-            .raw
-            .segments(self.head.wrapping_add(self.taken), self.len());
+        let (a, a_len, b, b_len) = self.raw.segments(*self.head, self.len());
         // SAFETY: as in `as_slices`, and `&mut self` makes the access exclusive.
         unsafe {
             (
@@ -312,6 +335,9 @@ impl<'a, T> ReadChunk<'a, T> {
 
     /// Drops the next `n` items in place (fewer if fewer remain); returns how many.
     ///
+    /// If an item's destructor panics, the other items of the `n` are still dropped,
+    /// each once, and the panic goes on; all `n` count as consumed.
+    ///
     /// ```
     /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(4);
     /// tx.push_slice(&[1, 2, 3]);
@@ -320,12 +346,12 @@ impl<'a, T> ReadChunk<'a, T> {
     /// ```
     pub fn consume(&mut self, n: usize) -> usize {
         let n = n.min(self.len());
-        let start = self.head.wrapping_add(self.taken);
-        // Count them first: if a destructor panics the rest of the range is still
-        // released rather than dropped twice (it leaks instead).
-        self.taken += n;
+        let start = *self.head;
+        // Count them off first: whatever happens next (a panicking destructor, or this
+        // chunk being forgotten), the consumer never reads or drops them again.
+        *self.head = start.wrapping_add(n);
         // SAFETY: the `n` slots hold initialised items of this chunk that nobody will
-        // read again (they are counted as taken).
+        // read or drop again (the consumer's index is already past them).
         unsafe { self.raw.drop_range(start, start.wrapping_add(n)) };
         n
     }
@@ -336,14 +362,17 @@ impl<T> Iterator for ReadChunk<'_, T> {
 
     #[inline]
     fn next(&mut self) -> Option<T> {
-        if self.taken == self.len {
+        let head = *self.head;
+        if head == self.end {
             return None;
         }
-        // SAFETY: the slot holds an initialised item of this chunk; counting it as taken
-        // means it is never read or dropped again.
-        let value = unsafe { self.raw.read(self.head.wrapping_add(self.taken)) };
-        self.taken += 1;
-        Some(value)
+        // Count it off first, so that the consumer never reads this slot again.
+        *self.head = head.wrapping_add(1);
+        // SAFETY: the slot holds an initialised item of this chunk, and the consumer's
+        // index is now past it: this is the only read, and the value's only owner is
+        // the caller. The producer cannot reuse the slot before the shared index moves,
+        // which happens after this read (in `Drop` or a later release).
+        Some(unsafe { self.raw.read(head) })
     }
 
     #[inline]
@@ -354,11 +383,12 @@ impl<T> Iterator for ReadChunk<'_, T> {
 
 impl<T> ExactSizeIterator for ReadChunk<'_, T> {}
 
+impl<T> core::iter::FusedIterator for ReadChunk<'_, T> {}
+
 impl<T> Drop for ReadChunk<'_, T> {
     fn drop(&mut self) {
-        if self.taken > 0 {
-            let head = self.head.wrapping_add(self.taken);
-            *self.head = head;
+        let head = *self.head;
+        if head != self.start {
             // Release: our slot reads happen before the producer may overwrite them.
             self.raw.header().head.store(head, Ordering::Release);
         }
@@ -369,7 +399,7 @@ impl<T> fmt::Debug for ReadChunk<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReadChunk")
             .field("len", &self.len())
-            .field("taken", &self.taken)
+            .field("taken", &self.head.wrapping_sub(self.start))
             .finish()
     }
 }

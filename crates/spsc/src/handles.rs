@@ -53,7 +53,10 @@ pub struct Producer<T, B: Backing = Heap<T>> {
 /// ```
 pub struct Consumer<T, B: Backing = Heap<T>> {
     pub(crate) raw: Raw<T>,
-    /// Our own index; the shared `head` always equals it outside a method call.
+    /// Our own index: every item before it has been moved out or dropped. The shared
+    /// `head` equals it outside a method call, except after a forgotten `ReadChunk`,
+    /// when the shared one lags (the producer then sees fewer free slots, never more)
+    /// until the next release or the next time the consumer finds the ring empty.
     pub(crate) head: usize,
     /// `tail` as of the last time we loaded it: items up to here are ready.
     pub(crate) cached_tail: Cell<usize>,
@@ -350,6 +353,7 @@ impl<T, B: Backing> Consumer<T, B> {
     /// [`ReadChunk::as_slices`], move them out by iterating, or drop them in place with
     /// [`ReadChunk::consume`]; the slots are handed back to the producer with one index
     /// store when the chunk is dropped. Items neither taken nor consumed stay in the ring.
+    /// A forgotten chunk is safe: what it took is gone, what it did not take stays.
     ///
     /// ```
     /// let (mut tx, mut rx) = handoff_spsc::channel::<String>(4);
@@ -449,7 +453,24 @@ impl<T, B: Backing> Consumer<T, B> {
             ready <= self.raw.capacity(),
             "tail ran past head + capacity"
         );
+        if ready == 0 {
+            self.publish_if_behind();
+        }
         ready
+    }
+
+    /// After a forgotten [`ReadChunk`] the shared `head` lags ours. With nothing left to
+    /// pop, no release would ever publish it and the producer could see a full ring
+    /// forever, so the empty path catches it up. (A load of our own index: the producer
+    /// only reads that line, and only when it thinks the ring is full.)
+    #[inline]
+    fn publish_if_behind(&self) {
+        let header = self.raw.header();
+        if header.head.load(Ordering::Relaxed) != self.head {
+            // Release: our reads of the forgotten chunk's slots happen before the
+            // producer may overwrite them.
+            header.head.store(self.head, Ordering::Release);
+        }
     }
 
     #[inline(always)]
@@ -469,6 +490,9 @@ impl<T, B: Backing> Drop for Producer<T, B> {
 
 impl<T, B: Backing> Drop for Consumer<T, B> {
     fn drop(&mut self) {
+        // A forgotten `ReadChunk` may have left the shared index behind ours; the items
+        // in between are gone, so whoever drops the leftovers must start at ours.
+        self.raw.header().head.store(self.head, Ordering::Relaxed);
         // SAFETY: called once, from this handle's destructor.
         unsafe { self.raw.release_handle() }
     }

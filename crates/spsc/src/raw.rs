@@ -169,10 +169,16 @@ impl<T> Raw<T> {
         unsafe { (*self.slot(index)).assume_init_ref() }
     }
 
-    /// Drops the items in `[start, end)` in place.
+    /// Drops the items in `[start, end)` in place, in ring order.
+    ///
+    /// If an item's destructor panics, the items after it are still dropped (each
+    /// exactly once) before the panic goes on, as `VecDeque` does: the rest of its
+    /// segment by the slice drop glue, the second segment by a guard. A second panic
+    /// while unwinding aborts, as everywhere in Rust.
     ///
     /// # Safety
-    /// Those slots must hold initialised items that no one will read again.
+    /// Those slots must hold initialised items that no one will read or drop again,
+    /// whether or not this call returns normally.
     pub(crate) unsafe fn drop_range(&self, start: usize, end: usize) {
         if !core::mem::needs_drop::<T>() {
             return;
@@ -180,16 +186,33 @@ impl<T> Raw<T> {
         let n = end.wrapping_sub(start);
         self.track_write(start, n);
         let (a, a_len, b, b_len) = self.segments(start, n);
-        // SAFETY: both segments are in bounds and initialised (caller contract);
-        // `MaybeUninit<T>` has the layout of `T`.
-        unsafe {
-            core::ptr::drop_in_place(core::ptr::slice_from_raw_parts_mut(a.cast::<T>(), a_len));
-            core::ptr::drop_in_place(core::ptr::slice_from_raw_parts_mut(b.cast::<T>(), b_len));
+
+        /// Drops the wrapped segment when it goes out of scope, normally or while a
+        /// panic from the first segment unwinds.
+        struct DropSecond<T>(*mut [T]);
+        impl<T> Drop for DropSecond<T> {
+            fn drop(&mut self) {
+                // SAFETY: `drop_range`'s caller gave these initialised items to us to
+                // drop once; this guard runs exactly once.
+                unsafe { core::ptr::drop_in_place(self.0) }
+            }
         }
+
+        let second = DropSecond(core::ptr::slice_from_raw_parts_mut(b.cast::<T>(), b_len));
+        // SAFETY: the first segment is in bounds and initialised (caller contract);
+        // `MaybeUninit<T>` has the layout of `T`; it is disjoint from the second.
+        unsafe {
+            core::ptr::drop_in_place(core::ptr::slice_from_raw_parts_mut(a.cast::<T>(), a_len))
+        };
+        drop(second);
     }
 
     /// Called once by each handle when it is dropped. The last handle out drops every
     /// item still in the ring.
+    ///
+    /// The consumer must have published its own index (`head`) before calling this:
+    /// a forgotten [`ReadChunk`](crate::ReadChunk) advances the consumer's private
+    /// index without storing the shared one, and the items between the two are gone.
     ///
     /// # Safety
     /// Must be called exactly once per handle, and the handle must not touch the ring

@@ -178,3 +178,51 @@ fn abandonment_is_seen_and_items_pushed_before_are_not_lost() {
         p.join().unwrap();
     });
 }
+
+#[test]
+fn forgotten_read_chunks_never_let_the_producer_overwrite_a_slot_being_read() {
+    loom::model(|| {
+        let (mut tx, mut rx) = channel::<u32>(1);
+        let p = thread::spawn(move || {
+            for i in 0..3 {
+                push_spin(&mut tx, i);
+            }
+        });
+        // Every item is taken through a chunk that is then forgotten: the shared index
+        // is published only by the consumer's empty path, never by a chunk's drop.
+        for i in 0..3 {
+            loop {
+                let mut chunk = rx.read_chunk(1);
+                if let Some(v) = chunk.next() {
+                    std::mem::forget(chunk);
+                    assert_eq!(v, i);
+                    break;
+                }
+                drop(chunk);
+                thread::yield_now();
+            }
+        }
+        p.join().unwrap();
+        assert_eq!(rx.try_pop(), None);
+    });
+}
+
+#[test]
+fn forgotten_consume_then_teardown_drops_each_item_once() {
+    loom::model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (mut tx, mut rx) = channel::<Counted>(2);
+        let d = drops.clone();
+        let p = thread::spawn(move || {
+            for _ in 0..2 {
+                let _ = tx.try_push(Counted(d.clone()));
+            }
+        });
+        let mut chunk = rx.read_chunk(2);
+        chunk.consume(1);
+        std::mem::forget(chunk);
+        drop(rx);
+        p.join().unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 2);
+    });
+}
