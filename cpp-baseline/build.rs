@@ -8,6 +8,8 @@ fn main() {
     println!("cargo:rerun-if-changed=cpp");
     println!("cargo:rerun-if-env-changed=HANDOFF_CPP_NO_BOOST");
     println!("cargo:rerun-if-env-changed=CXX");
+    println!("cargo:rerun-if-env-changed=CPATH");
+    println!("cargo:rerun-if-env-changed=CPLUS_INCLUDE_PATH");
     println!("cargo:rustc-check-cfg=cfg(have_boost)");
     println!("cargo:rustc-check-cfg=cfg(have_cpp)");
 
@@ -44,6 +46,7 @@ fn main() {
             .try_compile("hb_boost_probe")
             .is_ok()
     };
+    watch_boost_header(have_boost);
     if have_boost {
         println!("cargo:rustc-cfg=have_boost");
     } else {
@@ -60,6 +63,38 @@ fn main() {
     }
     build.compile("hb_cpp_baseline");
     println!("cargo:rustc-cfg=have_cpp");
+}
+
+/// Makes cargo rerun this script when the Boost header appears, goes or changes, so that
+/// `apt-get install libboost-dev` on a machine that already built the crate turns the
+/// variant on at the next build (without it the probe's answer was cached until a clean
+/// build). Where the header is missing, cargo finds a watched path missing and reruns
+/// the script on every build: a probe of about a second, until Boost is there.
+fn watch_boost_header(have_boost: bool) {
+    const HEADER: &str = "boost/lockfree/spsc_queue.hpp";
+    let mut dirs: Vec<PathBuf> = ["CPATH", "CPLUS_INCLUDE_PATH"]
+        .iter()
+        .filter_map(env::var_os)
+        .flat_map(|v| env::split_paths(&v).collect::<Vec<_>>())
+        .collect();
+    dirs.extend(["/usr/local/include", "/usr/include"].map(PathBuf::from));
+    let found: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| d.join(HEADER))
+        .filter(|p| p.exists())
+        .collect();
+    if have_boost {
+        // Watch the header where we know it (if the compiler found it elsewhere, through
+        // flags of its own, there is nothing to watch).
+        for p in found {
+            println!("cargo:rerun-if-changed={}", p.display());
+        }
+    } else {
+        // Missing paths: cargo reruns the script until one of them exists.
+        for d in &dirs {
+            println!("cargo:rerun-if-changed={}", d.join(HEADER).display());
+        }
+    }
 }
 
 fn base() -> cc::Build {
