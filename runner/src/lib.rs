@@ -1,9 +1,11 @@
-//! The handoff lab. `runner queue` reproduces the SPSC queue document; the `lab`
-//! module holds the machinery every experiment shares.
+//! The handoff lab. Each experiment of `experiments` reproduces one source document
+//! (`runner queue`: the SPSC queue document); the `lab` module is the frame they all
+//! plug into: the run's lifecycle, the timed N-role harness, pins, pacing, noise,
+//! environment, claims, formatting, charts and atomic results.
 
 pub mod cli;
+pub mod experiments;
 pub mod lab;
-pub mod queue;
 
 /// The current UTC time as RFC 3339 (`2026-11-22T10:15:00Z`).
 pub fn now_rfc3339() -> String {

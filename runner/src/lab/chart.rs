@@ -2,6 +2,7 @@
 //! chart (PDF), and bars (throughput). Each returns the SVG text; the caller writes it
 //! with the results.
 
+use super::error::Error;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
@@ -58,8 +59,8 @@ pub fn axis_label(v: f64) -> String {
     }
 }
 
-fn err<E: std::fmt::Display>(e: E) -> String {
-    format!("chart: {e}")
+fn err<E: std::fmt::Display>(e: E) -> Error {
+    Error::Output(format!("chart: {e}"))
 }
 
 /// Range of positive values across series, padded; `None` when there are none.
@@ -85,7 +86,7 @@ fn draw<DB, X, Y>(
     x: X,
     y: Y,
     series: &[Series],
-) -> Result<(), String>
+) -> Result<(), Error>
 where
     DB: DrawingBackend,
     X: AsRangedCoord<Value = f64>,
@@ -135,8 +136,8 @@ where
 /// Draws onto a white SVG canvas of `size` pixels and returns the SVG text.
 fn render(
     size: (u32, u32),
-    paint: impl FnOnce(&DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> Result<(), String>,
-) -> Result<String, String> {
+    paint: impl FnOnce(&DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> Result<(), Error>,
+) -> Result<String, Error> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
@@ -153,7 +154,7 @@ pub fn loglog(
     x_label: &str,
     y_label: &str,
     series: &[Series],
-) -> Result<String, String> {
+) -> Result<String, Error> {
     render((W, H), |root| {
         draw_loglog(root, title, x_label, y_label, series)?;
         Ok(())
@@ -166,7 +167,7 @@ fn draw_loglog<DB: DrawingBackend>(
     x_label: &str,
     y_label: &str,
     series: &[Series],
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let xr = positive_range(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
         .unwrap_or((1.0, 10.0));
     let yr = positive_range(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)))
@@ -199,7 +200,7 @@ pub fn loglog_panels(
     panels: &[(String, Vec<Series>)],
     x_label: &str,
     y_label: &str,
-) -> Result<String, String> {
+) -> Result<String, Error> {
     let n = panels.len().max(1);
     render((W * n as u32 / 2 + 200, H), |root| {
         let areas = root.split_evenly((1, n));
@@ -211,12 +212,7 @@ pub fn loglog_panels(
 }
 
 /// A line chart with a log x axis and a linear y axis (the PDF).
-pub fn logx(
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    series: &[Series],
-) -> Result<String, String> {
+pub fn logx(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> Result<String, Error> {
     render((W, H), |root| {
         let xr = positive_range(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
             .unwrap_or((1.0, 10.0));
@@ -235,7 +231,7 @@ pub fn logx(
 }
 
 /// Vertical bars, one per name, value labelled above each.
-pub fn bars(title: &str, y_label: &str, bars: &[(String, f64)]) -> Result<String, String> {
+pub fn bars(title: &str, y_label: &str, bars: &[(String, f64)]) -> Result<String, Error> {
     render((W, H), |root| {
         let n = bars.len().max(1);
         let (_, top) = linear_range(bars.iter().map(|b| b.1));

@@ -1,13 +1,20 @@
-//! The lab machinery every experiment shares: topology and pinning, the open-loop
-//! pacer, the scheduling-noise probe, environment capture, atomic results, SVG charts
-//! and Ctrl-C handling.
+//! The lab frame every experiment plugs into: the run's lifecycle (`session`), the
+//! timed N-role harness (`harness`), topology and pinning, the open-loop pacer, the
+//! scheduling-noise probe, environment capture, claims as data, number formatting,
+//! flag parsing, typed errors, atomic results, SVG charts and Ctrl-C handling.
 
 pub mod chart;
+pub mod claims;
 pub mod env;
+pub mod error;
+pub mod flags;
+pub mod fmt;
+pub mod harness;
 pub mod noise;
 pub mod pacer;
 pub mod pin;
 pub mod results;
+pub mod session;
 pub mod stop;
 pub mod topology;
 

@@ -13,7 +13,8 @@
 //! over the probe's duration, whatever the rate. Items a paced producer sends in a
 //! burst after its own pause are not counted, so the floor errs low.
 
-use super::pin;
+use super::error::Error;
+use super::{fmt, pin};
 use handoff_clock::Clock;
 use serde::Serialize;
 use std::sync::Barrier;
@@ -79,10 +80,10 @@ impl CoreNoise {
         for (i, &hi) in BUCKETS_NS.iter().chain([&u64::MAX]).enumerate() {
             let n = lens.iter().filter(|&&g| g >= lo && g < hi).count() as u64;
             let label = match i {
-                0 => format!("<{}", dur(hi)),
-                _ if hi == u64::MAX => format!(">={}", dur(lo)),
+                0 => format!("<{}", fmt::dur(hi)),
+                _ if hi == u64::MAX => format!(">={}", fmt::dur(lo)),
                 _ => {
-                    let (a, b) = (dur(lo), dur(hi));
+                    let (a, b) = (fmt::dur(lo), fmt::dur(hi));
                     let unit = &b[b.len() - 2..];
                     format!("{}-{b}", a.strip_suffix(unit).unwrap_or(&a))
                 }
@@ -113,8 +114,8 @@ impl CoreNoise {
                 .map(|t| format!(" (timer interrupts {t:.0}/s)"))
                 .unwrap_or_default(),
             self.lost_fraction * 100.0,
-            dur(self.median_ns),
-            dur(self.max_ns),
+            fmt::dur(self.median_ns),
+            fmt::dur(self.max_ns),
             if self.truncated { " (truncated)" } else { "" }
         )
     }
@@ -163,32 +164,9 @@ impl Handoff {
             self.consumer,
             self.exposed_fraction * 100.0,
             self.delayed_over_10us * 100.0,
-            dur(self.p99_floor_ns),
-            dur(self.p999_floor_ns)
+            fmt::dur(self.p99_floor_ns),
+            fmt::dur(self.p999_floor_ns)
         )
-    }
-}
-
-/// A duration for a report line: `850ns`, `17us`, `2.5ms`.
-///
-/// ```
-/// use runner::lab::noise::dur;
-/// assert_eq!((dur(850), dur(17_000), dur(2_500_000), dur(0)), ("850ns".into(), "17us".into(), "2.5ms".into(), "0".into()));
-/// ```
-pub fn dur(ns: u64) -> String {
-    match ns {
-        0 => "0".into(),
-        n if n < 1_000 => format!("{n}ns"),
-        n if n < 1_000_000 => format!("{}us", trim(n as f64 / 1e3)),
-        n => format!("{}ms", trim(n as f64 / 1e6)),
-    }
-}
-
-fn trim(x: f64) -> String {
-    if x >= 100.0 || x.fract() == 0.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.1}")
     }
 }
 
@@ -297,11 +275,11 @@ pub struct Probe {
 
 /// Spins one pinned thread on each of `cpus` at once for `seconds` and records every
 /// gap of at least [`THRESHOLD_NS`] between consecutive clock reads.
-pub fn probe(cpus: &[usize], seconds: f64, clock: &Clock) -> Result<Probe, String> {
+pub fn probe(cpus: &[usize], seconds: f64, clock: &Clock) -> Result<Probe, Error> {
     if !(seconds > 0.0 && seconds.is_finite()) {
-        return Err(format!(
+        return Err(Error::Usage(format!(
             "noise probe: {seconds} s is not a duration (give more than 0)"
-        ));
+        )));
     }
     let threshold = clock.ns_to_ticks(THRESHOLD_NS).max(1);
     let span = clock.ns_to_ticks((seconds * 1e9) as u64);
@@ -312,7 +290,7 @@ pub fn probe(cpus: &[usize], seconds: f64, clock: &Clock) -> Result<Probe, Strin
     let start = std::sync::atomic::AtomicU64::new(0);
     let before = timer_counts();
     type Spun = (Vec<u64>, u64, u64);
-    let results: Vec<Result<Spun, String>> = std::thread::scope(|s| {
+    let results: Vec<Result<Spun, Error>> = std::thread::scope(|s| {
         let handles: Vec<_> = cpus
             .iter()
             .map(|&cpu| {
@@ -358,7 +336,7 @@ pub fn probe(cpus: &[usize], seconds: f64, clock: &Clock) -> Result<Probe, Strin
             .into_iter()
             .map(|h| {
                 h.join()
-                    .map_err(|_| "noise probe: a thread panicked".to_string())?
+                    .map_err(|_| Error::Run("noise probe: a thread panicked".into()))?
             })
             .collect()
     });

@@ -1,6 +1,7 @@
 //! Pin lists: parsing, validation against the allowed CPU set, machine-adapted
 //! defaults, pinning a thread and checking that it really runs where it was put.
 
+use super::error::{Error, Result};
 use super::topology::{format_cpu_list, Topology};
 
 /// Parses `--pin` (`P,C[,M...]`): CPU numbers separated by commas, each once.
@@ -8,20 +9,24 @@ use super::topology::{format_cpu_list, Topology};
 /// ```
 /// use runner::lab::pin::parse_pins;
 /// assert_eq!(parse_pins("4,5,6").unwrap(), vec![4, 5, 6]);
-/// assert!(parse_pins("4,4").unwrap_err().contains("twice"));
+/// assert!(parse_pins("4,4").unwrap_err().to_string().contains("twice"));
 /// ```
-pub fn parse_pins(s: &str) -> Result<Vec<usize>, String> {
+pub fn parse_pins(s: &str) -> Result<Vec<usize>> {
     let mut out: Vec<usize> = Vec::new();
     if s.trim().is_empty() {
-        return Err("--pin: empty pin list (expected e.g. --pin 0,1)".into());
+        return Err(Error::Usage(
+            "--pin: empty pin list (expected e.g. --pin 0,1)".into(),
+        ));
     }
     for part in s.split(',') {
         let p = part.trim();
         let cpu = p
             .parse::<usize>()
-            .map_err(|_| format!("--pin {s}: {p:?} is not a CPU number"))?;
+            .map_err(|_| Error::Usage(format!("--pin {s}: {p:?} is not a CPU number")))?;
         if out.contains(&cpu) {
-            return Err(format!("--pin {s}: core {cpu} is named twice"));
+            return Err(Error::Usage(format!(
+                "--pin {s}: core {cpu} is named twice"
+            )));
         }
         out.push(cpu);
     }
@@ -34,10 +39,10 @@ pub fn parse_pins(s: &str) -> Result<Vec<usize>, String> {
 /// ```
 /// use runner::lab::{pin::validate, topology::Topology};
 /// let t = Topology { online: vec![0, 1], allowed: vec![0, 1], l3_groups: vec![] };
-/// let e = validate(&[4, 5, 6], &["producer", "consumer"], 3, &t).unwrap_err();
+/// let e = validate(&[4, 5, 6], &["producer", "consumer"], 3, &t).unwrap_err().to_string();
 /// assert!(e.contains("4, 5 and 6") && e.contains("0-1"), "{e}");
 /// ```
-pub fn validate(pins: &[usize], roles: &[&str], max: usize, topo: &Topology) -> Result<(), String> {
+pub fn validate(pins: &[usize], roles: &[&str], max: usize, topo: &Topology) -> Result<()> {
     let list = pins
         .iter()
         .map(usize::to_string)
@@ -60,15 +65,15 @@ pub fn validate(pins: &[usize], roles: &[&str], max: usize, topo: &Topology) -> 
         } else {
             String::new()
         };
-        return Err(format!(
+        return Err(Error::Usage(format!(
             "--pin {list}: {what} {names} {verb} not available; this process may run on \
              cores {} ({} in all){online}",
             format_cpu_list(&topo.allowed),
             topo.allowed.len()
-        ));
+        )));
     }
     if pins.len() < roles.len() || pins.len() > max {
-        return Err(format!(
+        return Err(Error::Usage(format!(
             "--pin {list}: expected {} to {max} cores ({}{})",
             roles.len(),
             roles.join(", "),
@@ -77,7 +82,7 @@ pub fn validate(pins: &[usize], roles: &[&str], max: usize, topo: &Topology) -> 
             } else {
                 ""
             }
-        ));
+        )));
     }
     Ok(())
 }
@@ -104,15 +109,15 @@ fn join_and(cpus: &[usize]) -> String {
 /// assert_eq!(pins, vec![0, 1]);
 /// assert!(note.unwrap().contains("shares"));
 /// ```
-pub fn default_pins(roles: usize, topo: &Topology) -> Result<(Vec<usize>, Option<String>), String> {
+pub fn default_pins(roles: usize, topo: &Topology) -> Result<(Vec<usize>, Option<String>)> {
     let allowed = &topo.allowed;
     if allowed.len() < roles {
-        return Err(format!(
+        return Err(Error::Unsupported(format!(
             "this experiment needs {roles} cores for its measured threads; this process may \
              run on {} (cores {})",
             allowed.len(),
             format_cpu_list(allowed)
-        ));
+        )));
     }
     // Prefer an L3 group with room for every measured thread; skip core 0 when the
     // machine is big enough (it takes most interrupts).
@@ -158,15 +163,23 @@ pub fn current_cpu() -> Option<usize> {
 }
 
 /// Pins the calling thread to `cpu` and checks that it now runs there.
-pub fn pin_current(cpu: usize) -> Result<(), String> {
+pub fn pin_current(cpu: usize) -> Result<()> {
+    // core_affinity indexes a fixed 1024-bit `cpu_set_t` and panics past it.
+    const CPU_SETSIZE: usize = 1024;
+    if cpu >= CPU_SETSIZE {
+        return Err(Error::Run(format!(
+            "could not pin a thread to core {cpu}: core numbers end at {}",
+            CPU_SETSIZE - 1
+        )));
+    }
     if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
-        return Err(format!("could not pin a thread to core {cpu}"));
+        return Err(Error::Run(format!("could not pin a thread to core {cpu}")));
     }
     std::thread::yield_now();
     match current_cpu() {
-        Some(c) if c != cpu => Err(format!(
+        Some(c) if c != cpu => Err(Error::Run(format!(
             "a thread pinned to core {cpu} runs on core {c}: pinning is not honoured"
-        )),
+        ))),
         _ => Ok(()),
     }
 }
@@ -192,20 +205,27 @@ mod tests {
         }
         assert!(parse_pins("2,3,2")
             .unwrap_err()
+            .to_string()
             .contains("core 2 is named twice"));
     }
 
     #[test]
     fn validation_names_missing_and_existing_cores() {
         let t = topo(&[0, 1], &[&[0, 1]]);
-        let e = validate(&[4, 5, 6], &["producer", "consumer"], 3, &t).unwrap_err();
+        let e = validate(&[4, 5, 6], &["producer", "consumer"], 3, &t)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "--pin 4,5,6: cores 4, 5 and 6 are not available; this process may run on cores 0-1 (2 in all)"
         );
-        let e = validate(&[1, 2], &["producer", "consumer"], 3, &t).unwrap_err();
+        let e = validate(&[1, 2], &["producer", "consumer"], 3, &t)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("core 2 is not available"), "{e}");
-        let e = validate(&[1], &["producer", "consumer"], 3, &t).unwrap_err();
+        let e = validate(&[1], &["producer", "consumer"], 3, &t)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("expected 2 to 3 cores"), "{e}");
         assert!(validate(&[1, 0], &["producer", "consumer"], 3, &t).is_ok());
     }
@@ -217,7 +237,9 @@ mod tests {
             allowed: vec![2, 3],
             l3_groups: vec![],
         };
-        let e = validate(&[0, 1], &["p", "c"], 2, &t).unwrap_err();
+        let e = validate(&[0, 1], &["p", "c"], 2, &t)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cores 2-3 (2 in all) (online: 0-7)"), "{e}");
     }
 
@@ -242,6 +264,7 @@ mod tests {
         // 1 core: refused.
         assert!(default_pins(2, &topo(&[0], &[]))
             .unwrap_err()
+            .to_string()
             .contains("needs 2 cores"));
     }
 

@@ -1,6 +1,7 @@
 //! Results on disk: every file is written to a temporary file in the target directory
 //! and renamed into place, so a reader (or a Ctrl-C) never sees half a file.
 
+use super::error::Error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -22,6 +23,49 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Checks, before anything is measured, that results can be written under `out`: the
+/// folder, or the nearest part of its path that exists, must be a folder this process
+/// can create files in. Nothing is left behind (a probe file is made and removed).
+///
+/// ```
+/// use runner::lab::results::check_writable;
+/// let dir = tempfile::tempdir().unwrap();
+/// assert!(check_writable(&dir.path().join("new/sub")).is_ok());
+/// assert!(!dir.path().join("new").exists());
+/// assert!(check_writable(std::path::Path::new("/proc/x")).is_err());
+/// ```
+pub fn check_writable(out: &Path) -> Result<(), Error> {
+    let bad = |why: String| Error::Usage(format!("--out {}: {why}", out.display()));
+    let mut probe_dir = out;
+    loop {
+        match std::fs::metadata(probe_dir) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) if probe_dir == out => return Err(bad("exists and is not a folder".into())),
+            Ok(_) => return Err(bad(format!("{} is not a folder", probe_dir.display()))),
+            Err(_) => match probe_dir.parent() {
+                Some(p) if !p.as_os_str().is_empty() => probe_dir = p,
+                _ => {
+                    probe_dir = Path::new(".");
+                    break;
+                }
+            },
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(".handoff-probe-")
+        .tempfile_in(probe_dir)
+        .map(drop)
+        .map_err(|e| {
+            // tempfile names its random file in the message; the folder is what counts.
+            let why = e.to_string();
+            let why = why.split(" at path ").next().unwrap_or(&why).to_string();
+            bad(format!(
+                "cannot create files in {}: {why}",
+                probe_dir.display()
+            ))
+        })
+}
+
 /// A set of files to write together at the end of an experiment. Nothing touches
 /// the disk until [`Outputs::commit`].
 #[derive(Debug, Default)]
@@ -38,6 +82,11 @@ impl Outputs {
     /// Adds a file.
     pub fn add(&mut self, path: PathBuf, bytes: Vec<u8>) {
         self.files.push((path, bytes));
+    }
+
+    /// Adds every file of `other`, after these.
+    pub fn extend(&mut self, other: Outputs) {
+        self.files.extend(other.files);
     }
 
     /// The paths added so far.

@@ -7,12 +7,111 @@ pub mod claims;
 pub mod report;
 pub mod variants;
 
+mod args;
+
+pub use args::{config, QueueArgs};
+
+use crate::lab::error::{Error, Result};
+use crate::lab::fmt;
 use crate::lab::pacer::{self, below_target};
+use crate::lab::session::{Output, Plan, Session};
 use crate::lab::stop;
+use crate::lab::topology::Topology;
 use handoff_clock::Clock;
 use handoff_stats::Latency;
 use serde::Serialize;
 use variants::{run_once, RunData, RunSpec, Variant};
+
+/// The source document.
+pub const DOCUMENT: &str = "seeds/002_96b034c3473d5bd0.txt";
+
+/// `runner queue`.
+pub struct Queue;
+
+impl super::Experiment for Queue {
+    fn name(&self) -> &'static str {
+        "queue"
+    }
+
+    fn document(&self) -> &'static str {
+        DOCUMENT
+    }
+
+    fn command(&self) -> clap::Command {
+        use clap::Args;
+        // The about goes on after the flags: `augment_args` would put the struct's doc.
+        QueueArgs::augment_args(clap::Command::new("queue"))
+            .about("SPSC queue document: lock-free rings vs Boost vs mutex+condvar (seeds/002)")
+    }
+
+    fn all_flags(&self) -> &'static [&'static str] {
+        &["--all"]
+    }
+
+    fn prepare(
+        &self,
+        args: &clap::ArgMatches,
+        topo: &Topology,
+    ) -> Result<Box<dyn super::Prepared>> {
+        use clap::FromArgMatches;
+        let a = QueueArgs::from_arg_matches(args).map_err(|e| Error::Usage(e.to_string()))?;
+        let (cfg, note) = config(&a, topo)?;
+        Ok(Box::new(Prepared { cfg, note }))
+    }
+}
+
+struct Prepared {
+    cfg: Config,
+    note: Option<String>,
+}
+
+impl super::Prepared for Prepared {
+    fn plan(&self) -> Plan {
+        let c = &self.cfg;
+        Plan {
+            experiment: "queue",
+            document: DOCUMENT,
+            out: c.out.clone(),
+            roles: vec![("producer", c.pins[0]), ("consumer", c.pins[1])],
+            control: c.pins.get(2).copied(),
+            pin_note: self.note.clone(),
+            noise_seconds: c.noise_seconds,
+        }
+    }
+
+    fn run(&self, session: &mut Session) -> Result<Output> {
+        let cfg = &self.cfg;
+        let bar = session.progress(0)?;
+        let outcome = execute(cfg, &session.clock, &bar)?;
+        if outcome.interrupted {
+            return Err(Error::Interrupted);
+        }
+        let mut sections = Vec::new();
+        for &mode in &cfg.modes {
+            sections.push(match mode {
+                Mode::Headline => report::table(
+                    &format!(
+                        "headline: paced at {}, {} runs x {} items, capacity {}, latency = producer stamp before push -> consumer stamp after pop",
+                        fmt::rate(cfg.rate_hz), cfg.runs, cfg.items, cfg.capacity
+                    ),
+                    outcome.of(Mode::Headline),
+                ),
+                Mode::Sweep => report::sweep_table(&outcome, cfg),
+                Mode::Throughput => report::table(
+                    &format!("throughput: unpaced, {} runs x {} items, capacity {} (medians of runs)", cfg.runs, cfg.items, cfg.capacity),
+                    outcome.of(Mode::Throughput),
+                ),
+            });
+        }
+        let noise = session.probe_after()?;
+        Ok(Output {
+            sections,
+            claims: claims::claims(&outcome, cfg, noise),
+            json: report::json_fields(&outcome, cfg)?,
+            files: report::charts(&outcome, cfg)?,
+        })
+    }
+}
 
 /// Which measurement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -211,7 +310,7 @@ impl Cell {
         self.runs.iter().map(|r| r.off_core_stamps).sum()
     }
 
-    fn add(&mut self, data: &RunData, clock: &Clock) -> Result<(), String> {
+    fn add(&mut self, data: &RunData, clock: &Clock) -> Result<()> {
         let freq = clock.calibration().freq_hz;
         let mut lat = Latency::new();
         let mut negative = 0;
@@ -272,13 +371,13 @@ impl Cell {
         });
         self.latency
             .merge(&lat)
-            .map_err(|e| format!("merging runs: {e}"))?;
+            .map_err(|e| Error::Run(format!("merging runs: {e}")))?;
         if data.bad_seq > 0 {
-            return Err(format!(
+            return Err(Error::Run(format!(
                 "{}: {} items arrived out of order or corrupted",
                 self.variant.name(),
                 data.bad_seq
-            ));
+            )));
         }
         Ok(())
     }
@@ -309,11 +408,7 @@ impl Outcome {
 
 /// Runs every requested mode. Each run is one planned (cell, run) step; steps are
 /// ordered run-major so the variants alternate.
-pub fn execute(
-    cfg: &Config,
-    clock: &Clock,
-    progress: &indicatif::ProgressBar,
-) -> Result<Outcome, String> {
+pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -> Result<Outcome> {
     let mut out = Outcome::default();
     // Plan cells.
     for &mode in &cfg.modes {
@@ -357,7 +452,7 @@ pub fn execute(
                     "{} {}{}",
                     mode.name(),
                     cell.variant.name(),
-                    rate.map(|r| format!(" @ {}", report::fmt_rate(r)))
+                    rate.map(|r| format!(" @ {}", fmt::rate(r)))
                         .unwrap_or_default()
                 ));
                 let spec = RunSpec {

@@ -6,37 +6,9 @@
 
 use super::variants::Variant;
 use super::{Cell, Config, Mode, Outcome};
+use crate::lab::claims::{all_near, holds, near, Claim, Verdict};
+use crate::lab::fmt::{ns as fmt_ns, rate as fmt_rate};
 use crate::lab::noise::Probes;
-use crate::queue::report::{fmt_ns, fmt_rate};
-use serde::Serialize;
-
-/// One claim of the document and our reading of it.
-#[derive(Clone, Debug, Serialize)]
-pub struct Claim {
-    /// Short id.
-    pub id: &'static str,
-    /// What the document says.
-    pub claim: String,
-    /// The document's figures.
-    pub document: String,
-    /// Ours.
-    pub ours: String,
-    /// `reproduced`, `differs`, `holds`, `fails`, `not measured` or `not measurable
-    /// here` (this machine's noise puts the claim out of reach of any queue).
-    pub verdict: String,
-}
-
-fn near(ours: f64, doc: f64) -> &'static str {
-    if (ours / doc - 1.0).abs() <= 0.25 {
-        "reproduced"
-    } else {
-        "differs"
-    }
-}
-
-fn holds(b: bool) -> String {
-    if b { "holds" } else { "fails" }.into()
-}
 
 fn p(c: &Cell, q: f64) -> f64 {
     c.latency.value_at_quantile(q) as f64
@@ -81,31 +53,30 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
     if out.of(Mode::Headline).next().is_some() {
         if let (Some(ring), Some(boost)) = (h(Variant::CppRing), h(Variant::BoostSpsc)) {
             let (r, b) = (p(ring, 0.5), p(boost, 0.5));
-            v.push(Claim {
-                id: "p50-lockfree",
-                claim: format!("At 1 MHz the lock-free p50s are 132 ns (hand-rolled) and 122 ns (Boost), within 8%{at}"),
-                document: "cpp-ring 132 ns, boost-spsc 122 ns".into(),
-                ours: format!("cpp-ring {}, boost-spsc {} ({:+.0}% apart)", fmt_ns(r), fmt_ns(b), (b / r - 1.0) * 100.0),
-                verdict: format!("{} / {}", near(r, 132.0), near(b, 122.0)),
-            });
+            v.push(Claim::new("p50-lockfree", format!("At 1 MHz the lock-free p50s are 132 ns (hand-rolled) and 122 ns (Boost), within 8%{at}"), "cpp-ring 132 ns, boost-spsc 122 ns", format!("cpp-ring {}, boost-spsc {} ({:+.0}% apart)", fmt_ns(r), fmt_ns(b), (b / r - 1.0) * 100.0), all_near(&[("cpp-ring", r, 132.0), ("boost-spsc", b, 122.0)])));
             let (r9, b9) = (p(ring, 0.999), p(boost, 0.999));
-            let verdict = if floor(0.999).is_some_and(|f| f as f64 > 148.0 * 1.25) {
-                "not measurable here".to_string()
-            } else {
-                format!("{} / {}", near(r9, 172.0), near(b9, 148.0))
+            let verdict = match floor(0.999) {
+                Some(f) if f as f64 > 148.0 * 1.25 => (
+                    Verdict::NotMeasurableHere,
+                    format!(
+                        "the pinned cores' interruptions alone impose a p99.9 of {}, above what the claim allows",
+                        fmt_ns(f as f64)
+                    ),
+                ),
+                _ => all_near(&[("cpp-ring", r9, 172.0), ("boost-spsc", b9, 148.0)]),
             };
-            v.push(Claim {
-                id: "p999-lockfree",
-                claim: format!("At 1 MHz the lock-free p99.9s are 172 ns and 148 ns{at}"),
-                document: "cpp-ring 172 ns, boost-spsc 148 ns".into(),
-                ours: format!(
+            v.push(Claim::new(
+                "p999-lockfree",
+                format!("At 1 MHz the lock-free p99.9s are 172 ns and 148 ns{at}"),
+                "cpp-ring 172 ns, boost-spsc 148 ns",
+                format!(
                     "cpp-ring {}, boost-spsc {}{}",
                     fmt_ns(r9),
                     fmt_ns(b9),
                     floor_text(0.999, "p99.9")
                 ),
                 verdict,
-            });
+            ));
         }
         // The merged histograms (5 x 1M by default, as in the document) decide; the
         // per-run ratios (run r of every variant ran back to back) show the spread.
@@ -138,11 +109,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 })
                 .collect();
             let (_, _, over) = worst.stalls();
-            v.push(Claim {
-                id: "mutex-tail",
-                claim: format!("The mutex+condvar tail is orders of magnitude above the lock-free rings' (checked: {} p99 at least 10x the slowest lock-free ring's p99, merged over the runs){at}", m.name()),
-                document: "mutex p99.9 tens of microseconds vs lock-free 148-172 ns".into(),
-                ours: format!(
+            v.push(Claim::new("mutex-tail", format!("The mutex+condvar tail is orders of magnitude above the lock-free rings' (checked: {} p99 at least 10x the slowest lock-free ring's p99, merged over the runs){at}", m.name()), "mutex p99.9 tens of microseconds vs lock-free 148-172 ns", format!(
                     "{} p99 {} (p99.9 {}) vs {} p99 {}: {ratio:.0}x; {:.2}% of {}'s items waited >=10 us behind consumer stalls; per-run ratios {}",
                     m.name(),
                     fmt_ns(p(c, 0.99)),
@@ -155,39 +122,45 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 ) + &floor_text(0.99, "p99"),
                 // A lock-free p99 at most a tenth of the mutex's is impossible on this
                 // core when the interruptions alone impose more.
-                verdict: if ratio < 10.0 && floor(0.99).is_some_and(|f| f as f64 * 10.0 > p(c, 0.99)) {
-                    "not measurable here".into()
-                } else {
-                    holds(ratio >= 10.0)
-                },
-            });
+                match floor(0.99) {
+                Some(f) if ratio < 10.0 && f as f64 * 10.0 > p(c, 0.99) => (
+                    Verdict::NotMeasurableHere,
+                    format!(
+                        "the pinned cores' interruptions alone impose a p99 of {}, more than a tenth of the mutex p99",
+                        fmt_ns(f as f64)
+                    ),
+                ),
+                _ => holds(ratio >= 10.0, "mutex p99 >= 10x the slowest lock-free p99, merged histograms"),
+            }));
         }
         let depth = |x| h(x).and_then(Cell::mean_depth);
         if let (Some(ring), Some(mutex)) = (depth(Variant::CppRing), depth(Variant::MutexCondvar)) {
-            v.push(Claim {
-                id: "depth-1mhz",
-                claim: format!("At 1 MHz lock-free queues are near empty (~0.1 items by Little's law), the mutex queue ~1.8 deep{at}"),
-                document: "lock-free ~0.1, mutex-condvar ~1.8".into(),
-                ours: format!("cpp-ring {ring:.2}, mutex-condvar {mutex:.2}"),
-                verdict: if ring < 1.0 && mutex > ring { "reproduced" } else { "differs" }.into(),
-            });
+            v.push(Claim::new(
+                "depth-1mhz",
+                format!("At 1 MHz lock-free queues are near empty (~0.1 items by Little's law), the mutex queue ~1.8 deep{at}"),
+                "lock-free ~0.1, mutex-condvar ~1.8",
+                format!("cpp-ring {ring:.2}, mutex-condvar {mutex:.2}"), if ring < 1.0 && mutex > ring {
+                (Verdict::Reproduced, "ring depth under 1 item and below the mutex queue's".into())
+            } else {
+                (Verdict::Differs, "ring depth 1 item or more, or not below the mutex queue's".into())
+            }));
         }
         if let (Some(ours), Some(ring)) = (h(Variant::HandoffSpsc), h(Variant::CppRing)) {
             let (a, b) = (p(ours, 0.5), p(ring, 0.5));
-            v.push(Claim {
-                id: "handoff-p50",
-                claim: format!(
+            v.push(Claim::new(
+                "handoff-p50",
+                format!(
                     "handoff-spsc p50 within 5% of the document's ring (cpp-ring) or better{at}"
                 ),
-                document: "(project target)".into(),
-                ours: format!(
+                "(project target)",
+                format!(
                     "handoff-spsc {} vs cpp-ring {} ({:+.1}%)",
                     fmt_ns(a),
                     fmt_ns(b),
                     (a / b - 1.0) * 100.0
                 ),
-                verdict: holds(a <= b * 1.05),
-            });
+                holds(a <= b * 1.05, "handoff-spsc p50 <= 1.05x cpp-ring p50"),
+            ));
         }
     }
 
@@ -214,19 +187,25 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 continue;
             }
             let sat = saturation_point(&cells);
-            v.push(Claim {
-                id: "saturation",
-                claim: text.into(),
-                document: format!("{} ~{}", x.name(), fmt_rate(doc_hz)),
-                ours: match sat {
+            v.push(Claim::new(
+                "saturation",
+                text,
+                format!("{} ~{}", x.name(), fmt_rate(doc_hz)),
+                match sat {
                     Some(r) => format!("{} first saturated sweep point: {}", x.name(), fmt_rate(r)),
                     None => format!("{} did not saturate up to 50 MHz", x.name()),
                 },
-                verdict: match sat {
-                    Some(r) if (0.5..=2.0).contains(&(r / doc_hz)) => "reproduced".into(),
-                    _ => "differs".into(),
+                match sat {
+                    Some(r) if (0.5..=2.0).contains(&(r / doc_hz)) => (
+                        Verdict::Reproduced,
+                        "first saturated point within 0.5x-2x of the document's".into(),
+                    ),
+                    _ => (
+                        Verdict::Differs,
+                        "no saturated point within 0.5x-2x of the document's".into(),
+                    ),
                 },
-            });
+            ));
         }
         let ring = sweep(Variant::CppRing);
         if let Some(top) = ring.last() {
@@ -234,18 +213,15 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 .iter()
                 .filter_map(|c| c.achieved_hz())
                 .fold(0.0, f64::max);
-            v.push(Claim {
-                id: "ring-ceiling",
-                claim: "The hand-rolled ring fails by a throughput ceiling (~14.7 M/s, producer-bound) while p50 stays near its floor (264 ns, depth ~4 at 50 MHz)".into(),
-                document: "cap 14.7 M/s; at 50 MHz p50 264 ns, depth ~4".into(),
-                ours: format!(
+            v.push(Claim::new("ring-ceiling", "The hand-rolled ring fails by a throughput ceiling (~14.7 M/s, producer-bound) while p50 stays near its floor (264 ns, depth ~4 at 50 MHz)", "cap 14.7 M/s; at 50 MHz p50 264 ns, depth ~4", format!(
                     "cap {:.1} M/s; at 50 MHz p50 {}, depth {:.1}",
                     cap / 1e6,
                     fmt_ns(p(top, 0.5)),
                     top.mean_depth().unwrap_or(f64::NAN)
-                ),
-                verdict: holds(top.mean_depth().is_some_and(|d| d < 0.1 * cfg.capacity as f64)),
-            });
+                ), holds(
+                top.mean_depth().is_some_and(|d| d < 0.1 * cfg.capacity as f64),
+                "at the top rate the ring stays under a tenth full: it is capped by the producer, not by a latency wall",
+            )));
         }
     }
 
@@ -257,33 +233,24 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             (Variant::MutexCondvar, 5.7),
         ] {
             if let Some(ours) = t(x) {
-                v.push(Claim {
-                    id: "throughput",
-                    claim: format!("Saturated throughput of {}", x.name()),
-                    document: format!("{doc} M/s"),
-                    ours: format!("{:.1} M/s", ours / 1e6),
-                    verdict: near(ours / 1e6, doc).into(),
-                });
+                v.push(Claim::new(
+                    "throughput",
+                    format!("Saturated throughput of {}", x.name()),
+                    format!("{doc} M/s"),
+                    format!("{:.1} M/s", ours / 1e6),
+                    near(ours / 1e6, doc),
+                ));
             }
         }
         let depth = |x| out.find(Mode::Throughput, x).and_then(Cell::mean_depth);
         if let (Some(r), Some(b)) = (depth(Variant::CppRing), depth(Variant::BoostSpsc)) {
-            v.push(Claim {
-                id: "bound-side",
-                claim: "Saturated, the hand-rolled ring is producer-bound (queue near empty) and Boost consumer-bound (queue near capacity)".into(),
-                document: "ring near empty, Boost near capacity (~200x the residency)".into(),
-                ours: format!("mean depth: cpp-ring {r:.1}, boost-spsc {b:.1} of {}", cfg.capacity),
-                verdict: holds(r < 0.1 * cfg.capacity as f64 && b > 0.5 * cfg.capacity as f64),
-            });
+            v.push(Claim::new("bound-side", "Saturated, the hand-rolled ring is producer-bound (queue near empty) and Boost consumer-bound (queue near capacity)", "ring near empty, Boost near capacity (~200x the residency)", format!("mean depth: cpp-ring {r:.1}, boost-spsc {b:.1} of {}", cfg.capacity), holds(
+                r < 0.1 * cfg.capacity as f64 && b > 0.5 * cfg.capacity as f64,
+                "ring under a tenth full, Boost over half full",
+            )));
         }
         if let (Some(a), Some(b)) = (t(Variant::HandoffSpsc), t(Variant::CppRing)) {
-            v.push(Claim {
-                id: "handoff-throughput",
-                claim: "handoff-spsc saturated throughput at least cpp-ring's (same algorithm plus cached indices)".into(),
-                document: "(project target)".into(),
-                ours: format!("handoff-spsc {:.1} M/s vs cpp-ring {:.1} M/s ({:.2}x)", a / 1e6, b / 1e6, a / b),
-                verdict: holds(a >= b),
-            });
+            v.push(Claim::new("handoff-throughput", "handoff-spsc saturated throughput at least cpp-ring's (same algorithm plus cached indices)", "(project target)", format!("handoff-spsc {:.1} M/s vs cpp-ring {:.1} M/s ({:.2}x)", a / 1e6, b / 1e6, a / b), holds(a >= b, "handoff-spsc >= cpp-ring, medians of runs")));
         }
     }
     v

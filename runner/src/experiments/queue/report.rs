@@ -1,41 +1,14 @@
 //! The queue experiment's outputs: the stdout tables, the results JSON (DESIGN.md's
 //! field names) and the SVG charts.
 
-use super::claims::Claim;
 use super::{Cell, Config, Mode, Outcome};
 use crate::lab::chart::{self, Series};
-use crate::lab::env::Env;
+use crate::lab::error::{Error, Result};
+use crate::lab::fmt::{mps as fmt_m, ns as fmt_ns, rate as fmt_rate};
 use crate::lab::results::Outputs;
 use handoff_stats::Latency;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
-
-/// `132 ns`, `12.3 us`, `1.25 ms`.
-pub fn fmt_ns(ns: f64) -> String {
-    if !ns.is_finite() {
-        "-".into()
-    } else if ns < 10_000.0 {
-        format!("{ns:.0} ns")
-    } else if ns < 10_000_000.0 {
-        format!("{:.1} us", ns / 1e3)
-    } else {
-        format!("{:.2} ms", ns / 1e6)
-    }
-}
-
-/// `100 kHz`, `1.00 MHz`, `14.7 MHz`.
-pub fn fmt_rate(hz: f64) -> String {
-    if hz >= 1e6 {
-        format!("{:.2} MHz", hz / 1e6)
-    } else {
-        format!("{:.0} kHz", hz / 1e3)
-    }
-}
-
-fn fmt_m(v: Option<f64>) -> String {
-    v.map(|v| format!("{:.2} M/s", v / 1e6))
-        .unwrap_or_else(|| "-".into())
-}
 
 fn notes(c: &Cell) -> String {
     let mut n = Vec::new();
@@ -145,17 +118,6 @@ pub fn sweep_table(out: &Outcome, cfg: &Config) -> String {
     s
 }
 
-/// The claims table.
-pub fn claims_table(claims: &[Claim]) -> String {
-    let mut s = String::from("claims of the document, beside this machine\n");
-    for c in claims {
-        let _ = writeln!(s, "  [{}] {}", c.verdict, c.claim);
-        let _ = writeln!(s, "      document: {}", c.document);
-        let _ = writeln!(s, "      here:     {}", c.ours);
-    }
-    s
-}
-
 fn cell_json(c: &Cell) -> Value {
     if let Some(why) = &c.unavailable {
         return json!({ "name": c.variant.name(), "mode": c.mode.name(), "unavailable": why });
@@ -213,44 +175,28 @@ fn sweeps_json(out: &Outcome, cfg: &Config) -> Vec<Value> {
         .collect()
 }
 
-/// The results JSON.
-pub fn results_json(
-    out: &Outcome,
-    cfg: &Config,
-    env: &Env,
-    started: &str,
-    claims: &[Claim],
-) -> Value {
+/// The queue's own fields of the results JSON (the lab adds the rest).
+pub fn json_fields(out: &Outcome, cfg: &Config) -> Result<Map<String, Value>> {
     let variants: Vec<Value> = out
         .cells
         .iter()
         .filter(|c| c.mode != Mode::Sweep)
         .map(cell_json)
         .collect();
-    json!({
-        "schema": 1,
-        "experiment": "queue",
-        "document": "seeds/002_96b034c3473d5bd0.txt",
-        "started": started,
-        "finished": crate::now_rfc3339(),
-        "env": env,
-        "config": cfg,
-        "variants": variants,
-        "sweeps": sweeps_json(out, cfg),
-        "claims": claims,
-    })
+    let mut m = Map::new();
+    m.insert(
+        "config".into(),
+        serde_json::to_value(cfg).map_err(|e| Error::Output(format!("results JSON: {e}")))?,
+    );
+    m.insert("variants".into(), variants.into());
+    m.insert("sweeps".into(), sweeps_json(out, cfg).into());
+    Ok(m)
 }
 
-/// Adds the JSON and every chart to `files`.
-pub fn outputs(
-    out: &Outcome,
-    cfg: &Config,
-    json: &Value,
-    files: &mut Outputs,
-) -> Result<(), String> {
+/// Every chart of the modes that ran.
+pub fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
     let dir = &cfg.out;
-    let text = serde_json::to_vec_pretty(json).map_err(|e| e.to_string())?;
-    files.add(dir.join("queue.json"), text);
+    let mut files = Outputs::new();
     let headline: Vec<&Cell> = out
         .of(Mode::Headline)
         .filter(|c| c.unavailable.is_none())
@@ -341,21 +287,5 @@ pub fn outputs(
         )?;
         files.add(dir.join("queue-throughput.svg"), svg.into_bytes());
     }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats() {
-        assert_eq!(fmt_ns(132.0), "132 ns");
-        assert_eq!(fmt_ns(12_345.0), "12.3 us");
-        assert_eq!(fmt_ns(12_345_678.0), "12.35 ms");
-        assert_eq!(fmt_rate(1e5), "100 kHz");
-        assert_eq!(fmt_rate(1e6), "1.00 MHz");
-        assert_eq!(fmt_m(Some(14.7e6)), "14.70 M/s");
-        assert_eq!(fmt_m(None), "-");
-    }
+    Ok(files)
 }

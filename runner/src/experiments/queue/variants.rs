@@ -5,11 +5,13 @@
 //! stamp with `rdtscp; lfence` before the push and after the pop, pace on the same
 //! schedule, and count stamps taken off their pinned core.
 
+use crate::lab;
+use crate::lab::error::{Error, Result};
+use crate::lab::harness::{self, Role, Start};
 use crate::lab::pacer::{self, Schedule};
-use crate::lab::{self, pin};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Barrier, Condvar, Mutex};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Condvar, Mutex};
 
 /// A queue variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -86,18 +88,18 @@ impl Variant {
 }
 
 /// Parses `--variants` (comma-separated names, each once).
-pub fn parse_variants(s: &str) -> Result<Vec<Variant>, String> {
+pub fn parse_variants(s: &str) -> Result<Vec<Variant>> {
     let mut out = Vec::new();
     for name in s.split(',').map(str::trim) {
         let v = Variant::from_name(name).ok_or_else(|| {
             let known: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
-            format!(
+            Error::Usage(format!(
                 "--variants: unknown variant {name:?} (known: {})",
                 known.join(", ")
-            )
+            ))
         })?;
         if out.contains(&v) {
-            return Err(format!("--variants: {name} is named twice"));
+            return Err(Error::Usage(format!("--variants: {name} is named twice")));
         }
         out.push(v);
     }
@@ -170,32 +172,30 @@ pub struct RunData {
     pub bad_seq: u64,
 }
 
-/// How long after both threads are ready the first item is due.
-const LEAD_NS: f64 = 50_000.0;
-
 /// Runs `spec.items` items through `variant` once.
-pub fn run_once(variant: Variant, spec: &RunSpec<'_>) -> Result<RunData, String> {
+pub fn run_once(variant: Variant, spec: &RunSpec<'_>) -> Result<RunData> {
     if let Some(why) = variant.unavailable(spec.capacity) {
-        return Err(why);
+        return Err(Error::Run(why));
     }
     match variant {
         Variant::HandoffSpsc => {
             let (tx, rx) = handoff_spsc::try_channel::<Tick>(spec.capacity)
-                .map_err(|e| format!("handoff-spsc: {e}"))?;
-            two_threads(spec, SpinP(tx), SpinC(rx))
+                .map_err(|e| Error::Run(format!("handoff-spsc: {e}")))?;
+            two_roles(spec, SpinP(tx), SpinC(rx))
         }
         Variant::Rtrb => {
             let (tx, rx) = rtrb::RingBuffer::<Tick>::new(spec.capacity);
-            two_threads(spec, SpinP(tx), SpinC(rx))
+            two_roles(spec, SpinP(tx), SpinC(rx))
         }
         Variant::StdMutexCondvar => {
             let q = MutexQueue::new(spec.capacity);
-            two_threads(spec, Blocking(&q), Blocking(&q))
+            two_roles(spec, Blocking(&q), Blocking(&q))
         }
         Variant::CppRing | Variant::BoostSpsc | Variant::MutexCondvar => {
             let kind = variant.cpp().expect("a C++ variant");
-            let (tx, rx) = cpp_baseline::queue(kind, spec.capacity).map_err(|e| e.to_string())?;
-            two_threads(spec, Cpp(tx), Cpp(rx))
+            let (tx, rx) =
+                cpp_baseline::queue(kind, spec.capacity).map_err(|e| Error::Run(e.to_string()))?;
+            two_roles(spec, Cpp(tx), Cpp(rx))
         }
     }
 }
@@ -211,55 +211,29 @@ trait Consume: Send {
     fn consume(self, stamps: &mut [u64], cpu: u32) -> (u64, u64);
 }
 
-fn two_threads<P: Produce, C: Consume>(
-    spec: &RunSpec<'_>,
-    tx: P,
-    rx: C,
-) -> Result<RunData, String> {
+/// The producer and the consumer as the lab harness's two roles.
+fn two_roles<P: Produce, C: Consume>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result<RunData> {
     let n = spec.items;
     let mut send = lab::prefaulted(n);
     let mut recv = lab::prefaulted(n);
-    let barrier = Barrier::new(2);
-    let failed = AtomicBool::new(false);
-    let t0 = AtomicU64::new(0);
-    let lead = (LEAD_NS * spec.freq_hz / 1e9) as u64;
-    let (p_cpu, c_cpu) = (spec.producer_cpu, spec.consumer_cpu);
-    // Pin, then meet the other thread; go on only if both pinned.
-    let start = |cpu: usize| -> Result<bool, String> {
-        let pinned = pin::pin_current(cpu);
-        failed.fetch_or(pinned.is_err(), Ordering::Relaxed);
-        barrier.wait();
-        pinned?;
-        Ok(!failed.load(Ordering::Relaxed))
+    let rate = spec.rate_hz;
+    let roles = vec![
+        Role::new(spec.producer_cpu, |s: Start<'_>| {
+            (
+                tx.produce(s.schedule(rate), &mut send, s.cpu as u32, s.stop),
+                0,
+            )
+        }),
+        Role::new(spec.consumer_cpu, |s: Start<'_>| {
+            rx.consume(&mut recv, s.cpu as u32)
+        }),
+    ];
+    let (t0, out) = harness::run(spec.freq_hz, spec.stop, roles)?;
+    let [(producer_off_cpu, _), (consumer_off_cpu, bad_seq)] = out[..] else {
+        unreachable!("the harness returns one result per role")
     };
-    let (p_res, c_res) = std::thread::scope(|s| {
-        let producer = s.spawn(|| {
-            if !start(p_cpu)? {
-                return Ok(0);
-            }
-            let sched = Schedule::new(pacer::now() + lead, spec.rate_hz, spec.freq_hz);
-            t0.store(sched.t0, Ordering::Relaxed);
-            Ok::<u64, String>(tx.produce(sched, &mut send, p_cpu as u32, spec.stop))
-        });
-        let consumer = s.spawn(|| {
-            if !start(c_cpu)? {
-                return Ok((0, 0));
-            }
-            Ok::<(u64, u64), String>(rx.consume(&mut recv, c_cpu as u32))
-        });
-        (
-            producer
-                .join()
-                .map_err(|_| "the producer thread panicked".to_string()),
-            consumer
-                .join()
-                .map_err(|_| "the consumer thread panicked".to_string()),
-        )
-    });
-    let producer_off_cpu = p_res??;
-    let (consumer_off_cpu, bad_seq) = c_res??;
     Ok(RunData {
-        schedule: Schedule::new(t0.into_inner(), spec.rate_hz, spec.freq_hz),
+        schedule: Schedule::new(t0, spec.rate_hz, spec.freq_hz),
         send,
         recv,
         producer_off_cpu,

@@ -1,0 +1,42 @@
+//! The experiments, one per source document, each a client of the lab: it brings its
+//! flags, validates them, plans the placement, measures, and returns its tables, claims,
+//! JSON fields and charts; `lab::session` does the rest. [`REGISTRY`] lists them for
+//! `runner --help`, `runner all` and the dispatch.
+
+pub mod queue;
+
+use crate::lab::error::Result;
+use crate::lab::session::{Output, Plan, Session};
+use crate::lab::topology::Topology;
+
+/// One experiment of the lab.
+pub trait Experiment: Sync {
+    /// The subcommand: `queue`, `pipeline`, ...
+    fn name(&self) -> &'static str;
+    /// The source document it reproduces, `seeds/...txt`.
+    fn document(&self) -> &'static str;
+    /// Its subcommand with every flag and default (the only place a default is written).
+    fn command(&self) -> clap::Command;
+    /// The flags `runner all` gives it (before `--out`): its complete run.
+    fn all_flags(&self) -> &'static [&'static str];
+    /// Validates the parsed flags against this machine: bad input is
+    /// [`Error::Usage`](crate::lab::error::Error::Usage), found before anything is
+    /// measured or written (the output folder included).
+    fn prepare(&self, args: &clap::ArgMatches, topo: &Topology) -> Result<Box<dyn Prepared>>;
+}
+
+/// A validated run of an experiment.
+pub trait Prepared {
+    /// The placement, output folder and noise probe the session needs.
+    fn plan(&self) -> Plan;
+    /// Measures, and returns what the report and the files need.
+    fn run(&self, session: &mut Session) -> Result<Output>;
+}
+
+/// Every experiment, in the order `runner all` runs them.
+pub static REGISTRY: &[&dyn Experiment] = &[&queue::Queue];
+
+/// Looks an experiment up by its subcommand.
+pub fn find(name: &str) -> Option<&'static dyn Experiment> {
+    REGISTRY.iter().copied().find(|e| e.name() == name)
+}

@@ -1,0 +1,199 @@
+//! `runner queue`'s flags and their validation against this machine.
+
+use super::{variants, Config, Mode};
+use crate::lab::error::{Error, Result};
+use crate::lab::flags;
+use crate::lab::results::check_writable;
+use crate::lab::topology::Topology;
+use clap::Args;
+use std::path::PathBuf;
+
+/// `runner queue` options (every default is written here and nowhere else).
+#[derive(Args, Debug, Clone)]
+pub struct QueueArgs {
+    /// Variants, comma-separated [default: all: handoff-spsc,rtrb,std-mutex-condvar,cpp-ring,boost-spsc,mutex-condvar]
+    #[arg(long)]
+    pub variants: Option<String>,
+    /// Cores: producer,consumer[,control thread] [default: adapted to this machine]
+    #[arg(long)]
+    pub pin: Option<String>,
+    /// Offered rate of the headline run, items per second
+    #[arg(long, default_value = "1e6", allow_hyphen_values = true)]
+    pub rate: String,
+    /// Items per run
+    #[arg(long, default_value = "1000000", allow_hyphen_values = true)]
+    pub items: String,
+    /// Outer runs (histograms are merged over them)
+    #[arg(long, default_value = "5", allow_hyphen_values = true)]
+    pub runs: String,
+    /// Queue capacity, items
+    #[arg(long, default_value = "1024", allow_hyphen_values = true)]
+    pub capacity: String,
+    /// Output directory for the JSON and SVG files
+    #[arg(long, default_value = "handoff-results")]
+    pub out: PathBuf,
+    /// Run the paced headline measurement (the default when no mode is named)
+    #[arg(long)]
+    pub headline: bool,
+    /// Run the load sweep: twelve offered rates from 100 kHz to 50 MHz
+    #[arg(long)]
+    pub sweep: bool,
+    /// Run unpaced (saturated) throughput
+    #[arg(long)]
+    pub throughput: bool,
+    /// Run all three modes
+    #[arg(long)]
+    pub all: bool,
+    /// Sweep: seconds of offered load per point and run (caps --items at low rates)
+    #[arg(long, default_value = "0.2", allow_hyphen_values = true)]
+    pub sweep_seconds: String,
+    /// Seconds to spin on the producer's and the consumer's cores, before and after the
+    /// runs, measuring what interrupts them (0: skip)
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    pub noise_seconds: String,
+}
+
+/// Validates `runner queue` arguments against the machine. Every error is one line.
+pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+    let variants = match &a.variants {
+        Some(s) => variants::parse_variants(s)?,
+        None => variants::Variant::ALL.to_vec(),
+    };
+    let rate_hz = flags::rate("rate", &a.rate, 1e9).map_err(|e| match e {
+        Error::Usage(m) if m.contains("pacer") => {
+            Error::Usage(format!("{m}; use --throughput for unpaced runs"))
+        }
+        e => e,
+    })?;
+    let items = flags::count_in("items", &a.items, 1, 1 << 30, "item")?;
+    let runs = flags::count_in("runs", &a.runs, 1, 1 << 20, "run")?;
+    let capacity = flags::count_in("capacity", &a.capacity, 1, 1 << 30, "item")?;
+    let sweep_seconds: f64 = flags::num("sweep-seconds", &a.sweep_seconds)?;
+    if !(sweep_seconds > 0.0 && sweep_seconds.is_finite()) {
+        return Err(Error::Usage(format!(
+            "--sweep-seconds {}: must be above 0",
+            a.sweep_seconds
+        )));
+    }
+    let noise_seconds = flags::noise_seconds(&a.noise_seconds)?;
+    check_writable(&a.out)?;
+    let (pins, note) = flags::pins(a.pin.as_deref(), &["producer", "consumer"], 3, topo)?;
+    let mut modes = Vec::new();
+    if a.headline || a.all || !(a.sweep || a.throughput) {
+        modes.push(Mode::Headline);
+    }
+    if a.sweep || a.all {
+        modes.push(Mode::Sweep);
+    }
+    if a.throughput || a.all {
+        modes.push(Mode::Throughput);
+    }
+    Ok((
+        Config {
+            variants,
+            pins,
+            rate_hz,
+            items,
+            runs,
+            capacity,
+            out: a.out.clone(),
+            modes,
+            sweep_seconds,
+            sweep_min_items: 20_000.min(items),
+            noise_seconds,
+        },
+        note,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::queue::Queue;
+    use crate::experiments::Experiment;
+    use clap::FromArgMatches;
+
+    fn topo() -> Topology {
+        Topology {
+            online: vec![0, 1],
+            allowed: vec![0, 1],
+            l3_groups: vec![vec![0, 1]],
+        }
+    }
+
+    fn config_of(args: &[&str]) -> Result<Config> {
+        let mut argv = vec!["queue"];
+        argv.extend_from_slice(args);
+        let m = Queue
+            .command()
+            .try_get_matches_from(argv)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        let a = QueueArgs::from_arg_matches(&m).map_err(|e| Error::Usage(e.to_string()))?;
+        config(&a, &topo()).map(|(c, _)| c)
+    }
+
+    #[test]
+    fn defaults_follow_the_document() {
+        let c = config_of(&[]).unwrap();
+        assert_eq!(c.variants, variants::Variant::ALL.to_vec());
+        assert_eq!(
+            (c.rate_hz, c.items, c.runs, c.capacity),
+            (1e6, 1_000_000, 5, 1024)
+        );
+        assert_eq!(c.modes, vec![Mode::Headline]);
+        assert_eq!(c.pins, vec![0, 1]);
+        assert_eq!(
+            config_of(&["--all"]).unwrap().modes,
+            vec![Mode::Headline, Mode::Sweep, Mode::Throughput]
+        );
+        assert_eq!(
+            config_of(&["--throughput"]).unwrap().modes,
+            vec![Mode::Throughput]
+        );
+        assert_eq!(config_of(&["--items", "1e5"]).unwrap().items, 100_000);
+        assert_eq!(config_of(&["--rate", "2.5e6"]).unwrap().rate_hz, 2.5e6);
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_one_line() {
+        for (args, needle) in [
+            (
+                &["--pin", "4,5,6"][..],
+                "cores 4, 5 and 6 are not available; this process may run on cores 0-1",
+            ),
+            (&["--pin", "0,0"], "named twice"),
+            (&["--pin", "a,1"], "not a CPU number"),
+            (&["--pin", "0"], "expected 2 to 3 cores"),
+            (&["--rate", "0"], "above 0"),
+            (&["--rate", "-3"], "above 0"),
+            (&["--rate", "fast"], "not a number"),
+            (&["--rate", "inf"], "above 0"),
+            (&["--rate", "2e9"], "use --throughput"),
+            (&["--items", "0"], "at least 1 item"),
+            (&["--items", "1.5"], "whole number"),
+            (&["--runs", "0"], "at least 1 run"),
+            (&["--capacity", "0"], "at least 1 item"),
+            (&["--variants", "foo"], "unknown variant \"foo\""),
+            (&["--variants", "rtrb,rtrb"], "named twice"),
+            (&["--sweep-seconds", "0"], "above 0"),
+            (&["--noise-seconds", "61"], "0 (no probe) to 60"),
+            (&["--out", "/proc/x"], "--out /proc/x: cannot create files"),
+        ] {
+            let e = config_of(args).unwrap_err();
+            assert!(matches!(e, Error::Usage(_)), "{args:?}: {e:?}");
+            let e = e.to_string();
+            assert!(e.contains(needle), "{args:?}: {e}");
+            assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn sweep_items_are_capped_by_time_and_floored() {
+        let c = config_of(&["--sweep-seconds", "0.2"]).unwrap();
+        assert_eq!(c.sweep_items(1e5), 20_000);
+        assert_eq!(c.sweep_items(1e6), 200_000);
+        assert_eq!(c.sweep_items(5e7), 1_000_000);
+        let c = config_of(&["--items", "500", "--sweep-seconds", "0.001"]).unwrap();
+        assert_eq!(c.sweep_items(1e5), 500);
+    }
+}

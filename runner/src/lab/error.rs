@@ -1,0 +1,59 @@
+//! The runner's errors, typed by what the user should do about them; `main` maps each
+//! kind to an exit status.
+
+use std::fmt;
+
+/// Why a run did not produce results.
+#[derive(Debug)]
+pub enum Error {
+    /// Bad input (a flag, a pin, an output folder): one line, exit status 2, before
+    /// anything is measured or written.
+    Usage(String),
+    /// This machine cannot run the experiment (not x86_64, no usable TSC): exit 2.
+    Unsupported(String),
+    /// The measurement failed (a thread could not be pinned or panicked, an item was
+    /// lost or corrupted, a variant failed to start): exit 1.
+    Run(String),
+    /// The results could not be written: exit 1.
+    Output(String),
+    /// Ctrl-C: the run in flight drained and nothing was written; exit 130.
+    Interrupted,
+}
+
+impl Error {
+    /// The process exit status for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) | Error::Unsupported(_) => 2,
+            Error::Run(_) | Error::Output(_) => 1,
+            Error::Interrupted => 130,
+        }
+    }
+
+    /// Prefixes the message with what was being done (`"noise probe: ..."`).
+    pub fn context(self, what: &str) -> Error {
+        match self {
+            Error::Usage(m) => Error::Usage(format!("{what}: {m}")),
+            Error::Unsupported(m) => Error::Unsupported(format!("{what}: {m}")),
+            Error::Run(m) => Error::Run(format!("{what}: {m}")),
+            Error::Output(m) => Error::Output(format!("{what}: {m}")),
+            Error::Interrupted => Error::Interrupted,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(m) | Error::Unsupported(m) | Error::Run(m) | Error::Output(m) => {
+                f.write_str(m)
+            }
+            Error::Interrupted => f.write_str("interrupted; nothing was written"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The runner's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

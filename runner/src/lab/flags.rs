@@ -1,0 +1,110 @@
+//! Flag values every experiment reads the same way: numbers written `1e6` or
+//! `1_000_000`, offered rates, counts, the noise probe's seconds and the placement.
+//! Each error is one line ([`Error::Usage`]).
+
+use super::error::{Error, Result};
+use super::pin;
+use super::topology::Topology;
+
+/// A number (`2.5e6`, `0.2`).
+///
+/// ```
+/// use runner::lab::flags::num;
+/// assert_eq!(num::<f64>("rate", "2.5e6").unwrap(), 2.5e6);
+/// assert!(num::<f64>("rate", "fast").unwrap_err().to_string().contains("not a number"));
+/// ```
+pub fn num<T: std::str::FromStr>(flag: &str, s: &str) -> Result<T> {
+    s.trim()
+        .parse()
+        .map_err(|_| Error::Usage(format!("--{flag} {s}: not a number")))
+}
+
+/// A whole count that may be written `1e6` or `1_000_000`.
+///
+/// ```
+/// use runner::lab::flags::count;
+/// assert_eq!(count("items", "1e6").unwrap(), 1_000_000);
+/// assert_eq!(count("items", "1_000").unwrap(), 1_000);
+/// assert!(count("items", "1.5").is_err());
+/// ```
+pub fn count(flag: &str, s: &str) -> Result<usize> {
+    let clean = s.trim().replace('_', "");
+    if let Ok(n) = clean.parse::<usize>() {
+        return Ok(n);
+    }
+    let f: f64 = num(flag, &clean)?;
+    if f.fract() != 0.0 || f < 0.0 || !f.is_finite() || f > usize::MAX as f64 {
+        return Err(Error::Usage(format!("--{flag} {s}: not a whole number")));
+    }
+    Ok(f as usize)
+}
+
+/// A count in `[min, max]`; `what` names the unit in the error (`item`, `run`).
+pub fn count_in(flag: &str, s: &str, min: usize, max: usize, what: &str) -> Result<usize> {
+    let n = count(flag, s)?;
+    if n < min {
+        let plural = if min == 1 { "" } else { "s" };
+        return Err(Error::Usage(format!(
+            "--{flag} {s}: at least {min} {what}{plural} is needed"
+        )));
+    }
+    if n > max {
+        return Err(Error::Usage(format!("--{flag} {s}: at most {max} {what}s")));
+    }
+    Ok(n)
+}
+
+/// An offered rate in items (or operations) per second: above 0, at most `max`.
+///
+/// ```
+/// use runner::lab::flags::rate;
+/// assert_eq!(rate("rate", "1e6", 1e9).unwrap(), 1e6);
+/// for bad in ["0", "-3", "inf", "2e9"] {
+///     assert!(rate("rate", bad, 1e9).is_err(), "{bad}");
+/// }
+/// ```
+pub fn rate(flag: &str, s: &str, max: f64) -> Result<f64> {
+    let r: f64 = num(flag, s)?;
+    if !(r > 0.0 && r.is_finite()) {
+        return Err(Error::Usage(format!(
+            "--{flag} {s}: the rate must be above 0 per second"
+        )));
+    }
+    if r > max {
+        return Err(Error::Usage(format!(
+            "--{flag} {s}: above {max:e} per second, no pacer can keep that schedule"
+        )));
+    }
+    Ok(r)
+}
+
+/// `--noise-seconds`: 0 (no probe) to 60.
+pub fn noise_seconds(s: &str) -> Result<f64> {
+    let v: f64 = num("noise-seconds", s)?;
+    if !(0.0..=60.0).contains(&v) {
+        return Err(Error::Usage(format!(
+            "--noise-seconds {s}: give 0 (no probe) to 60 seconds"
+        )));
+    }
+    Ok(v)
+}
+
+/// The placement: `--pin` checked against `roles` (at most `max` cores in all, the
+/// rest for the runner's control thread) and this process's allowed CPUs, or the
+/// machine-adapted default with its note. Returns the cores (the roles' first) and the
+/// note.
+pub fn pins(
+    given: Option<&str>,
+    roles: &[&str],
+    max: usize,
+    topo: &Topology,
+) -> Result<(Vec<usize>, Option<String>)> {
+    match given {
+        Some(s) => {
+            let pins = pin::parse_pins(s)?;
+            pin::validate(&pins, roles, max, topo)?;
+            Ok((pins, None))
+        }
+        None => pin::default_pins(roles.len(), topo),
+    }
+}

@@ -1,0 +1,69 @@
+//! Number formatting for every report: one place, so that every experiment prints a
+//! latency, a rate or a duration the same way.
+
+/// A latency for a table cell: `132 ns`, `12.3 us`, `12.35 ms`; `-` when not finite.
+///
+/// ```
+/// use runner::lab::fmt::ns;
+/// assert_eq!((ns(132.0), ns(12_345.0), ns(12_345_678.0), ns(f64::NAN)),
+///            ("132 ns".into(), "12.3 us".into(), "12.35 ms".into(), "-".into()));
+/// ```
+pub fn ns(ns: f64) -> String {
+    if !ns.is_finite() {
+        "-".into()
+    } else if ns < 10_000.0 {
+        format!("{ns:.0} ns")
+    } else if ns < 10_000_000.0 {
+        format!("{:.1} us", ns / 1e3)
+    } else {
+        format!("{:.2} ms", ns / 1e6)
+    }
+}
+
+/// An offered or achieved rate: `100 kHz`, `1.00 MHz`, `14.70 MHz`.
+///
+/// ```
+/// use runner::lab::fmt::rate;
+/// assert_eq!((rate(1e5), rate(1e6), rate(1.47e7)), ("100 kHz".into(), "1.00 MHz".into(), "14.70 MHz".into()));
+/// ```
+pub fn rate(hz: f64) -> String {
+    if hz >= 1e6 {
+        format!("{:.2} MHz", hz / 1e6)
+    } else {
+        format!("{:.0} kHz", hz / 1e3)
+    }
+}
+
+/// Items per second in millions: `14.70 M/s`; `-` for none.
+///
+/// ```
+/// use runner::lab::fmt::mps;
+/// assert_eq!((mps(Some(14.7e6)), mps(None)), ("14.70 M/s".into(), "-".into()));
+/// ```
+pub fn mps(v: Option<f64>) -> String {
+    v.map(|v| format!("{:.2} M/s", v / 1e6))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// A short duration inside a sentence: `850ns`, `17us`, `2.5ms`, `0`.
+///
+/// ```
+/// use runner::lab::fmt::dur;
+/// assert_eq!((dur(850), dur(17_000), dur(2_500_000), dur(0)), ("850ns".into(), "17us".into(), "2.5ms".into(), "0".into()));
+/// ```
+pub fn dur(ns: u64) -> String {
+    match ns {
+        0 => "0".into(),
+        n if n < 1_000 => format!("{n}ns"),
+        n if n < 1_000_000 => format!("{}us", trim(n as f64 / 1e3)),
+        n => format!("{}ms", trim(n as f64 / 1e6)),
+    }
+}
+
+fn trim(x: f64) -> String {
+    if x >= 100.0 || x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}

@@ -1,0 +1,194 @@
+//! The timed N-role harness: one thread per role, each pinned to its core; all meet,
+//! then share one origin on the TSC from which paced roles keep their schedule, so a
+//! stall is followed by a catch-up burst and the schedule never slides. Roles write
+//! their stamps into buffers they bring (made by [`prefaulted`](super::prefaulted), so
+//! the timed loops take no page faults).
+//!
+//! The queue experiment runs two roles (producer, consumer); the pipeline three
+//! (producer, consumer, background heap thread).
+
+use super::error::{Error, Result};
+use super::pacer::{self, Schedule};
+use super::pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Barrier;
+
+/// How long after every role is pinned and ready the origin lies: room for the last
+/// thread to leave the barrier before the first item is due.
+pub const LEAD_NS: f64 = 50_000.0;
+
+/// What a role gets when the harness starts it.
+#[derive(Clone, Copy, Debug)]
+pub struct Start<'a> {
+    /// The shared origin (TSC ticks): item 0 of every paced schedule is due here.
+    pub t0: u64,
+    /// TSC ticks per second.
+    pub freq_hz: f64,
+    /// The core this role runs on (already pinned and checked).
+    pub cpu: usize,
+    /// Ctrl-C: nonzero once a stop was asked for; a paced role stops pacing.
+    pub stop: &'a AtomicU8,
+}
+
+impl Start<'_> {
+    /// The open-loop schedule at `rate_hz` (`None`: unpaced) from the shared origin.
+    pub fn schedule(&self, rate_hz: Option<f64>) -> Schedule {
+        Schedule::new(self.t0, rate_hz, self.freq_hz)
+    }
+}
+
+/// A role: its core and the work it runs there.
+pub struct Role<'a, R> {
+    /// The core to pin the role's thread to.
+    pub cpu: usize,
+    /// The work; its return value comes back from [`run`] in role order.
+    pub work: Box<dyn FnOnce(Start<'_>) -> R + Send + 'a>,
+}
+
+impl<'a, R> Role<'a, R> {
+    /// A role on `cpu`.
+    pub fn new(cpu: usize, work: impl FnOnce(Start<'_>) -> R + Send + 'a) -> Role<'a, R> {
+        Role {
+            cpu,
+            work: Box::new(work),
+        }
+    }
+}
+
+/// Runs every role on its own pinned thread and returns the shared origin and the
+/// roles' results in order. If any role's thread cannot be pinned, no role runs its
+/// work and the pinning error comes back; a role that panics is an error too.
+///
+/// ```
+/// use runner::lab::harness::{run, Role};
+/// use std::sync::atomic::AtomicU8;
+/// let cpu = *runner::lab::topology::Topology::read().allowed.first().unwrap();
+/// let stop = AtomicU8::new(0);
+/// let (t0, out) = run(2.0e9, &stop, vec![
+///     Role::new(cpu, |s| s.cpu * 10),
+///     Role::new(cpu, |s| s.cpu * 10 + 1),
+/// ]).unwrap();
+/// assert!(t0 > 0);
+/// assert_eq!(out, vec![cpu * 10, cpu * 10 + 1]);
+/// ```
+pub fn run<R: Send>(
+    freq_hz: f64,
+    stop: &AtomicU8,
+    roles: Vec<Role<'_, R>>,
+) -> Result<(u64, Vec<R>)> {
+    let n = roles.len();
+    let ready = Barrier::new(n);
+    let go = Barrier::new(n);
+    let failed = AtomicBool::new(false);
+    let origin = AtomicU64::new(0);
+    let lead = (LEAD_NS * freq_hz / 1e9) as u64;
+    let results: Vec<Result<Option<R>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = roles
+            .into_iter()
+            .map(|role| {
+                let (ready, go, failed, origin) = (&ready, &go, &failed, &origin);
+                s.spawn(move || {
+                    let pinned = pin::pin_current(role.cpu);
+                    failed.fetch_or(pinned.is_err(), Ordering::Relaxed);
+                    if ready.wait().is_leader() {
+                        origin.store(pacer::now() + lead, Ordering::Relaxed);
+                    }
+                    // The second barrier orders the origin store before every load.
+                    go.wait();
+                    pinned?;
+                    if failed.load(Ordering::Relaxed) {
+                        return Ok(None);
+                    }
+                    let start = Start {
+                        t0: origin.load(Ordering::Relaxed),
+                        freq_hz,
+                        cpu: role.cpu,
+                        stop,
+                    };
+                    Ok(Some((role.work)(start)))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| {
+                h.join()
+                    .map_err(|_| Error::Run(format!("role {i}'s thread panicked")))?
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(n);
+    let mut first_err = None;
+    for r in results {
+        match r {
+            Ok(Some(v)) => out.push(v),
+            Ok(None) => {}
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok((origin.into_inner(), out)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::topology::Topology;
+
+    #[test]
+    fn three_roles_share_one_origin_and_run_on_their_cores() {
+        let allowed = Topology::read().allowed;
+        let cpus: Vec<usize> = (0..3).map(|i| allowed[i % allowed.len()]).collect();
+        let stop = AtomicU8::new(0);
+        let roles = cpus
+            .iter()
+            .map(|&c| {
+                Role::new(c, move |s: Start<'_>| {
+                    assert_eq!(s.cpu, c);
+                    (s.t0, pin::current_cpu())
+                })
+            })
+            .collect();
+        let (t0, out) = run(1e9, &stop, roles).unwrap();
+        assert_eq!(out.len(), 3);
+        for (i, (seen, cpu)) in out.into_iter().enumerate() {
+            assert_eq!(seen, t0);
+            if let Some(cpu) = cpu {
+                assert_eq!(cpu, cpus[i]);
+            }
+        }
+    }
+
+    #[test]
+    fn an_unpinnable_role_stops_every_role_before_its_work() {
+        let ran = AtomicBool::new(false);
+        let stop = AtomicU8::new(0);
+        let topo = Topology::read();
+        let ok = *topo.allowed.first().unwrap();
+        let absent = topo.online.iter().max().unwrap() + 1;
+        for bad in [absent, usize::MAX / 2] {
+            let roles = vec![
+                Role::new(ok, |_s: Start<'_>| ran.store(true, Ordering::Relaxed)),
+                Role::new(bad, |_s: Start<'_>| ran.store(true, Ordering::Relaxed)),
+            ];
+            let e = run(1e9, &stop, roles).unwrap_err();
+            assert!(matches!(e, Error::Run(_)), "{e:?}");
+            assert!(e.to_string().contains(&format!("core {bad}")), "{e}");
+            assert!(!ran.load(Ordering::Relaxed));
+        }
+    }
+
+    #[test]
+    fn a_panicking_role_is_an_error() {
+        let stop = AtomicU8::new(0);
+        let ok = *Topology::read().allowed.first().unwrap();
+        let roles: Vec<Role<'_, ()>> = vec![Role::new(ok, |_s: Start<'_>| panic!("on purpose"))];
+        let e = run(1e9, &stop, roles).unwrap_err();
+        assert!(e.to_string().contains("panicked"), "{e}");
+    }
+}

@@ -1,0 +1,284 @@
+//! The lifecycle every experiment run shares. [`Session::start`] pins the control
+//! thread, calibrates the TSC, captures the environment and probes the pinned cores'
+//! noise; the experiment measures; [`Session::finish`] probes again, prints the report
+//! and writes every output file in one atomic commit (nothing at all after Ctrl-C).
+//! The output folder is checked by the experiment's validation, before any of this
+//! ([`check_writable`](super::results::check_writable)).
+
+use super::claims::{self, Claim};
+use super::env::Env;
+use super::error::{Error, Result};
+use super::noise::{self, Probes};
+use super::results::Outputs;
+use super::topology::{format_cpu_list, Topology};
+use super::{fmt, pin, stop};
+use handoff_clock::Clock;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// What a run needs from the lab, decided by the experiment's validation.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The experiment's name: `queue`, `pipeline`, ... (also the output files' stem).
+    pub experiment: &'static str,
+    /// The source document, `seeds/...txt`.
+    pub document: &'static str,
+    /// The output folder (already checked writable).
+    pub out: PathBuf,
+    /// The measured roles and their cores, in order. The noise probe spins on the first
+    /// two (the producer's and the consumer's cores: the handoff whose floor it reports).
+    pub roles: Vec<(&'static str, usize)>,
+    /// The runner's control thread's core, if it has one of its own.
+    pub control: Option<usize>,
+    /// What had to share a core, or any other word on the placement.
+    pub pin_note: Option<String>,
+    /// Seconds of the noise probe before and after the runs (0: none).
+    pub noise_seconds: f64,
+}
+
+/// What an experiment hands back for the report.
+#[derive(Debug, Default)]
+pub struct Output {
+    /// The printed tables, in order.
+    pub sections: Vec<String>,
+    /// The document's claims beside this run's figures.
+    pub claims: Vec<Claim>,
+    /// The experiment's own fields of the results JSON (`config`, `variants`,
+    /// `sweeps`, ...); the lab adds `schema`, `experiment`, `document`, `started`,
+    /// `finished`, `env` and `claims`.
+    pub json: Map<String, Value>,
+    /// Charts and any other files, written with the JSON.
+    pub files: Outputs,
+}
+
+/// A run in progress: the calibrated clock, the environment, the progress bar.
+pub struct Session {
+    /// The calibrated TSC.
+    pub clock: Clock,
+    /// The environment of this run (written into the JSON as `env`).
+    pub env: Env,
+    plan: Plan,
+    started: String,
+    probes: Probes,
+    bar: indicatif::ProgressBar,
+}
+
+impl Session {
+    /// Starts a run: Ctrl-C handler, control-thread pin, TSC calibration, environment,
+    /// the first noise probe. Prints the header, the pins and the probe.
+    pub fn start(plan: Plan, topo: &Topology) -> Result<Session> {
+        stop::install();
+        let started = crate::now_rfc3339();
+        if let Some(c) = plan.control {
+            pin::pin_current(c)?;
+        }
+        let clock = Clock::calibrate();
+        if clock.source() != handoff_clock::Source::Tsc {
+            return Err(Error::Unsupported(format!(
+                "the TSC is not usable here ({}); the {} experiment needs it",
+                clock
+                    .calibration()
+                    .fallback_reason
+                    .clone()
+                    .unwrap_or_default(),
+                plan.experiment
+            )));
+        }
+        let mut pins: BTreeMap<String, Option<usize>> = plan
+            .roles
+            .iter()
+            .map(|&(role, cpu)| (role.to_string(), Some(cpu)))
+            .collect();
+        pins.insert("control".into(), plan.control);
+        let env = Env::capture(topo, &clock, pins, plan.pin_note.clone());
+        println!("{}", header(&plan, &env));
+        let mut line = String::from("pins: ");
+        for (role, cpu) in &plan.roles {
+            line.push_str(&format!("{role} {cpu}, "));
+        }
+        line.push_str(&format!(
+            "control {}",
+            plan.control
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "unpinned".into())
+        ));
+        if let [(_, p), (_, c), ..] = plan.roles[..] {
+            line.push_str(match topo.share_l3(p, c) {
+                Some(true) => " (producer and consumer share an L3)",
+                Some(false) => " (producer and consumer on different L3s)",
+                None => "",
+            });
+        }
+        println!("{line}");
+        if let Some(n) = &plan.pin_note {
+            println!("note: {n}");
+        }
+        let mut session = Session {
+            clock,
+            env,
+            plan,
+            started,
+            probes: Probes::default(),
+            bar: indicatif::ProgressBar::hidden(),
+        };
+        if session.plan.noise_seconds > 0.0 {
+            println!(
+                "noise: spinning {} s on cores {} (gaps of {} or more)...",
+                session.plan.noise_seconds,
+                format_cpu_list(&session.probe_cores()),
+                fmt::dur(noise::THRESHOLD_NS)
+            );
+            session.probes.before = Some(session.probe()?);
+            for l in session.probes.lines() {
+                println!("noise {l}");
+            }
+        }
+        Ok(session)
+    }
+
+    fn probe_cores(&self) -> Vec<usize> {
+        self.plan.roles.iter().take(2).map(|r| r.1).collect()
+    }
+
+    fn probe(&self) -> Result<noise::Probe> {
+        noise::probe(&self.probe_cores(), self.plan.noise_seconds, &self.clock)
+    }
+
+    /// The plan this session runs.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The noise probes so far (the one before the runs, once `start` returned).
+    pub fn noise(&self) -> &Probes {
+        &self.probes
+    }
+
+    /// Probes the pinned cores after the runs (once; not after Ctrl-C) and returns both
+    /// probes, or `None` when the run has no probe. An experiment calls this before it
+    /// judges its claims, so that a tail claim can be read against the noise floor;
+    /// [`finish`](Self::finish) calls it otherwise.
+    pub fn probe_after(&mut self) -> Result<Option<&Probes>> {
+        if self.plan.noise_seconds <= 0.0 {
+            return Ok(None);
+        }
+        if self.probes.after.is_none() && !self.interrupted() {
+            self.probes.after = Some(self.probe()?);
+        }
+        Ok(Some(&self.probes))
+    }
+
+    /// Shows a progress bar of `steps` steps (more may be set later) and returns it.
+    pub fn progress(&mut self, steps: u64) -> Result<indicatif::ProgressBar> {
+        let bar = indicatif::ProgressBar::new(steps);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} runs  {elapsed} (eta {eta})  {msg}",
+            )
+            .map_err(|e| Error::Run(e.to_string()))?,
+        );
+        self.bar = bar.clone();
+        Ok(bar)
+    }
+
+    /// Whether Ctrl-C asked the run to stop.
+    pub fn interrupted(&self) -> bool {
+        stop::requested()
+    }
+
+    /// Probes the cores again (unless interrupted), adds the probes to the environment,
+    /// prints the report and writes `<experiment>.json`, `<experiment>.txt` and the
+    /// experiment's files, all or nothing. After Ctrl-C nothing is written and the
+    /// result is [`Error::Interrupted`].
+    pub fn finish(mut self, out: Output) -> Result<Vec<PathBuf>> {
+        self.bar.finish_and_clear();
+        if self.interrupted() {
+            return Err(Error::Interrupted);
+        }
+        let probed = self.probe_after()?.is_some();
+        if probed {
+            self.env.noise = Some(self.probes.clone());
+        }
+        let noise_section = |lines: Vec<String>| {
+            let mut s = format!(
+                "noise: what interrupts a thread spinning on each pinned core ({} s, gaps of {} or more); a floor is the latency those gaps alone impose on items handed from the producer's core to the consumer's\n",
+                self.plan.noise_seconds,
+                fmt::dur(noise::THRESHOLD_NS)
+            );
+            for l in lines {
+                s.push_str(&format!("  {l}\n"));
+            }
+            s
+        };
+        let mut body = String::new();
+        for s in &out.sections {
+            body.push('\n');
+            body.push_str(s);
+        }
+        body.push('\n');
+        body.push_str(&claims::table(&out.claims));
+        // Printed: what the start did not print already (the probe after the runs).
+        let after = Probes {
+            before: None,
+            after: self.probes.after.clone(),
+        };
+        let printed_noise = if probed {
+            format!("\n{}", noise_section(after.lines()))
+        } else {
+            String::new()
+        };
+        print!("{printed_noise}{body}");
+        // The file: the whole report.
+        let mut report = format!("{}\n", header(&self.plan, &self.env));
+        if probed {
+            report.push('\n');
+            report.push_str(&noise_section(self.probes.lines()));
+        }
+        report.push_str(&body);
+
+        let mut json = Map::new();
+        json.insert("schema".into(), 1.into());
+        json.insert("experiment".into(), self.plan.experiment.into());
+        json.insert("document".into(), self.plan.document.into());
+        json.insert("started".into(), self.started.clone().into());
+        json.insert("finished".into(), crate::now_rfc3339().into());
+        json.insert("env".into(), to_value(&self.env)?);
+        json.insert("claims".into(), to_value(&out.claims)?);
+        json.extend(out.json);
+        let text = serde_json::to_vec_pretty(&Value::Object(json))
+            .map_err(|e| Error::Output(format!("results JSON: {e}")))?;
+        let dir = &self.plan.out;
+        let mut files = Outputs::new();
+        files.add(dir.join(format!("{}.json", self.plan.experiment)), text);
+        files.add(
+            dir.join(format!("{}.txt", self.plan.experiment)),
+            report.into_bytes(),
+        );
+        files.extend(out.files);
+        if self.interrupted() {
+            return Err(Error::Interrupted);
+        }
+        let written = files
+            .commit()
+            .map_err(|e| Error::Output(format!("writing results: {e}")))?;
+        println!();
+        for p in &written {
+            println!("wrote {}", p.display());
+        }
+        Ok(written)
+    }
+}
+
+fn header(plan: &Plan, env: &Env) -> String {
+    let short = plan
+        .document
+        .split_once('_')
+        .map(|(a, _)| a)
+        .unwrap_or(plan.document);
+    format!("{} ({short}): {}", plan.experiment, env.summary())
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Result<Value> {
+    serde_json::to_value(v).map_err(|e| Error::Output(format!("results JSON: {e}")))
+}
