@@ -12,6 +12,10 @@
 //!   [`Consumer::pop_slice`] for `Copy` items, and the zero-copy
 //!   [`Producer::write_chunk`] / [`Consumer::read_chunk`] for any `T`.
 //! * Items still in the ring when both halves are gone are dropped exactly once.
+//! * Leak-safe: forgetting any guard (`mem::forget` of a [`ReadChunk`], a
+//!   [`WriteChunk`] or a handle) can leak items but never hands one out or drops one
+//!   twice, and a destructor that panics while a range of items is dropped lets every
+//!   other item of the range be dropped, once.
 //!
 //! ```
 //! #[derive(Clone, Copy, Debug, PartialEq)]
@@ -59,7 +63,8 @@
 //! # Verification
 //! The crate is tested with loom models (`RUSTFLAGS="--cfg loom"`, see `tests/loom.rs`),
 //! under Miri, and with two-thread stress tests that check every sequence number and
-//! count every drop.
+//! count every drop; `tests/leak_safety.rs` forgets every guard after every operation
+//! and panics in every range-dropping path, with a per-item drop ledger.
 
 #![cfg_attr(not(any(feature = "std", loom)), no_std)]
 
