@@ -82,7 +82,9 @@ impl super::Prepared for Prepared {
     fn run(&self, session: &mut Session) -> Result<Output> {
         let cfg = &self.cfg;
         let bar = session.progress(0)?;
-        let outcome = execute(cfg, &session.clock, &bar)?;
+        let outcome = execute(cfg, &session.clock, &bar);
+        bar.finish_and_clear();
+        let outcome = outcome?;
         if outcome.interrupted {
             return Err(Error::Interrupted);
         }
