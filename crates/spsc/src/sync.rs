@@ -7,9 +7,10 @@ pub(crate) use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 #[cfg(all(not(loom), feature = "alloc"))]
 pub(crate) use alloc::sync::Arc;
 
+// No `AtomicBool` here: only `StaticChannel` uses it, and it is not built under loom.
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    atomic::{AtomicBool, AtomicUsize, Ordering},
+    atomic::{AtomicUsize, Ordering},
     Arc,
 };
 
