@@ -2,10 +2,10 @@
 //! Bad input gets one line on stderr and exit status 2, before anything is measured or
 //! written.
 
-use crate::experiments::{self, Prepared, REGISTRY};
+use crate::experiments::{self, Experiment, Prepared, REGISTRY};
 use crate::lab::error::{Error, Result};
 use crate::lab::results::check_writable;
-use crate::lab::session::Session;
+use crate::lab::session::{Id, Session};
 use crate::lab::topology::Topology;
 use clap::{Arg, Command};
 use std::path::PathBuf;
@@ -46,7 +46,10 @@ pub fn command() -> Command {
 
 /// Parses and validates everything first (bad input: exit 2, nothing measured), then
 /// runs: the named experiment, or every experiment for `runner all`.
-fn prepare(matches: &clap::ArgMatches, topo: &Topology) -> Result<Vec<Box<dyn Prepared>>> {
+/// A validated run and the experiment it belongs to.
+type Planned = (&'static dyn Experiment, Box<dyn Prepared>);
+
+fn prepare(matches: &clap::ArgMatches, topo: &Topology) -> Result<Vec<Planned>> {
     let (name, sub) = matches
         .subcommand()
         .ok_or_else(|| Error::Usage("name an experiment (runner --help)".into()))?;
@@ -67,12 +70,12 @@ fn prepare(matches: &clap::ArgMatches, topo: &Topology) -> Result<Vec<Box<dyn Pr
                     .command()
                     .try_get_matches_from(argv)
                     .map_err(|err| Error::Usage(first_line(&err.to_string())))?;
-                e.prepare(&m, topo)
+                Ok((*e, e.prepare(&m, topo)?))
             })
             .collect();
     }
     let e = experiments::find(name).expect("clap accepts only registered subcommands");
-    Ok(vec![e.prepare(sub, topo)?])
+    Ok(vec![(e, e.prepare(sub, topo)?)])
 }
 
 fn first_line(text: &str) -> String {
@@ -83,12 +86,16 @@ fn first_line(text: &str) -> String {
         .to_string()
 }
 
-fn run(runs: Vec<Box<dyn Prepared>>, topo: &Topology) -> Result<()> {
-    for (i, p) in runs.iter().enumerate() {
+fn run(runs: Vec<Planned>, topo: &Topology) -> Result<()> {
+    for (i, (e, p)) in runs.iter().enumerate() {
         if i > 0 {
             println!();
         }
-        let mut session = Session::start(p.plan(), topo)?;
+        let id = Id {
+            name: e.name(),
+            document: e.document(),
+        };
+        let mut session = Session::start(id, p.plan(), topo)?;
         let output = p.run(&mut session)?;
         session.finish(output)?;
     }

@@ -34,15 +34,20 @@ fn pop_spin<T>(rx: &mut handoff_spsc::Consumer<T>) -> T {
     }
 }
 
+/// A producer thread that pushes `0..n` in order, spinning while the ring is full.
+fn push_in_order(mut tx: handoff_spsc::Producer<u32>, n: u32) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        for i in 0..n {
+            push_spin(&mut tx, i);
+        }
+    })
+}
+
 #[test]
 fn push_pop_in_order_through_a_full_ring() {
     loom::model(|| {
-        let (mut tx, mut rx) = channel::<u32>(2);
-        let p = thread::spawn(move || {
-            for i in 0..3 {
-                push_spin(&mut tx, i);
-            }
-        });
+        let (tx, mut rx) = channel::<u32>(2);
+        let p = push_in_order(tx, 3);
         for i in 0..3 {
             assert_eq!(pop_spin(&mut rx), i);
         }
@@ -182,12 +187,8 @@ fn abandonment_is_seen_and_items_pushed_before_are_not_lost() {
 #[test]
 fn forgotten_read_chunks_never_let_the_producer_overwrite_a_slot_being_read() {
     loom::model(|| {
-        let (mut tx, mut rx) = channel::<u32>(1);
-        let p = thread::spawn(move || {
-            for i in 0..3 {
-                push_spin(&mut tx, i);
-            }
-        });
+        let (tx, mut rx) = channel::<u32>(1);
+        let p = push_in_order(tx, 3);
         // Every item is taken through a chunk that is then forgotten: the shared index
         // is published only by the consumer's empty path, never by a chunk's drop.
         for i in 0..3 {

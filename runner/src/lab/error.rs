@@ -29,17 +29,6 @@ impl Error {
             Error::Interrupted => 130,
         }
     }
-
-    /// Prefixes the message with what was being done (`"noise probe: ..."`).
-    pub fn context(self, what: &str) -> Error {
-        match self {
-            Error::Usage(m) => Error::Usage(format!("{what}: {m}")),
-            Error::Unsupported(m) => Error::Unsupported(format!("{what}: {m}")),
-            Error::Run(m) => Error::Run(format!("{what}: {m}")),
-            Error::Output(m) => Error::Output(format!("{what}: {m}")),
-            Error::Interrupted => Error::Interrupted,
-        }
-    }
 }
 
 impl fmt::Display for Error {

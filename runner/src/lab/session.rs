@@ -17,13 +17,19 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// Which experiment runs: its name (`queue`, `pipeline`, ...; also the output files'
+/// stem) and its source document (`seeds/...txt`), as the registry gives them.
+#[derive(Clone, Copy, Debug)]
+pub struct Id {
+    /// The experiment's name.
+    pub name: &'static str,
+    /// The source document.
+    pub document: &'static str,
+}
+
 /// What a run needs from the lab, decided by the experiment's validation.
 #[derive(Clone, Debug)]
 pub struct Plan {
-    /// The experiment's name: `queue`, `pipeline`, ... (also the output files' stem).
-    pub experiment: &'static str,
-    /// The source document, `seeds/...txt`.
-    pub document: &'static str,
     /// The output folder (already checked writable).
     pub out: PathBuf,
     /// The measured roles and their cores, in order. The noise probe spins on the first
@@ -58,6 +64,7 @@ pub struct Session {
     pub clock: Clock,
     /// The environment of this run (written into the JSON as `env`).
     pub env: Env,
+    id: Id,
     plan: Plan,
     started: String,
     probes: Probes,
@@ -67,7 +74,7 @@ pub struct Session {
 impl Session {
     /// Starts a run: Ctrl-C handler, control-thread pin, TSC calibration, environment,
     /// the first noise probe. Prints the header, the pins and the probe.
-    pub fn start(plan: Plan, topo: &Topology) -> Result<Session> {
+    pub fn start(id: Id, plan: Plan, topo: &Topology) -> Result<Session> {
         stop::install();
         let started = crate::now_rfc3339();
         if let Some(c) = plan.control {
@@ -82,7 +89,7 @@ impl Session {
                     .fallback_reason
                     .clone()
                     .unwrap_or_default(),
-                plan.experiment
+                id.name
             )));
         }
         let mut pins: BTreeMap<String, Option<usize>> = plan
@@ -92,7 +99,7 @@ impl Session {
             .collect();
         pins.insert("control".into(), plan.control);
         let env = Env::capture(topo, &clock, pins, plan.pin_note.clone());
-        println!("{}", header(&plan, &env));
+        println!("{}", header(id, &env));
         let mut line = String::from("pins: ");
         for (role, cpu) in &plan.roles {
             line.push_str(&format!("{role} {cpu}, "));
@@ -115,6 +122,7 @@ impl Session {
             println!("note: {n}");
         }
         let mut session = Session {
+            id,
             clock,
             env,
             plan,
@@ -143,16 +151,6 @@ impl Session {
 
     fn probe(&self) -> Result<noise::Probe> {
         noise::probe(&self.probe_cores(), self.plan.noise_seconds, &self.clock)
-    }
-
-    /// The plan this session runs.
-    pub fn plan(&self) -> &Plan {
-        &self.plan
-    }
-
-    /// The noise probes so far (the one before the runs, once `start` returned).
-    pub fn noise(&self) -> &Probes {
-        &self.probes
     }
 
     /// Probes the pinned cores after the runs (once; not after Ctrl-C) and returns both
@@ -230,7 +228,7 @@ impl Session {
         };
         print!("{printed_noise}{body}");
         // The file: the whole report.
-        let mut report = format!("{}\n", header(&self.plan, &self.env));
+        let mut report = format!("{}\n", header(self.id, &self.env));
         if probed {
             report.push('\n');
             report.push_str(&noise_section(self.probes.lines()));
@@ -239,8 +237,8 @@ impl Session {
 
         let mut json = Map::new();
         json.insert("schema".into(), 1.into());
-        json.insert("experiment".into(), self.plan.experiment.into());
-        json.insert("document".into(), self.plan.document.into());
+        json.insert("experiment".into(), self.id.name.into());
+        json.insert("document".into(), self.id.document.into());
         json.insert("started".into(), self.started.clone().into());
         json.insert("finished".into(), crate::now_rfc3339().into());
         json.insert("env".into(), to_value(&self.env)?);
@@ -250,9 +248,9 @@ impl Session {
             .map_err(|e| Error::Output(format!("results JSON: {e}")))?;
         let dir = &self.plan.out;
         let mut files = Outputs::new();
-        files.add(dir.join(format!("{}.json", self.plan.experiment)), text);
+        files.add(dir.join(format!("{}.json", self.id.name)), text);
         files.add(
-            dir.join(format!("{}.txt", self.plan.experiment)),
+            dir.join(format!("{}.txt", self.id.name)),
             report.into_bytes(),
         );
         files.extend(out.files);
@@ -270,13 +268,13 @@ impl Session {
     }
 }
 
-fn header(plan: &Plan, env: &Env) -> String {
-    let short = plan
+fn header(id: Id, env: &Env) -> String {
+    let short = id
         .document
         .split_once('_')
         .map(|(a, _)| a)
-        .unwrap_or(plan.document);
-    format!("{} ({short}): {}", plan.experiment, env.summary())
+        .unwrap_or(id.document);
+    format!("{} ({short}): {}", id.name, env.summary())
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Result<Value> {

@@ -69,8 +69,6 @@ impl super::Prepared for Prepared {
     fn plan(&self) -> Plan {
         let c = &self.cfg;
         Plan {
-            experiment: "queue",
-            document: DOCUMENT,
             out: c.out.clone(),
             roles: vec![("producer", c.pins[0]), ("consumer", c.pins[1])],
             control: c.pins.get(2).copied(),
