@@ -3,6 +3,8 @@
 //! This facade re-exports the workspace crates under short names:
 //!
 //! * [`spsc`]: the bounded lock-free single-producer single-consumer ring;
+//! * [`pool`]: pools for objects made on one thread and freed on another (return-queue
+//!   pool, rotating arena) and the single-thread freelist;
 //! * [`clock`]: ordered TSC reads, calibration and the monotonic fallback;
 //! * [`stats`]: latency histograms, percentiles in two conventions, CCDF and PDF series.
 //!
@@ -18,6 +20,7 @@
 //! ```
 
 pub use handoff_clock as clock;
+pub use handoff_pool as pool;
 pub use handoff_spsc as spsc;
 pub use handoff_stats as stats;
 

@@ -1,0 +1,50 @@
+//! Object pools for the hot path of a trading system, where an object is made on one
+//! thread and freed on another (document 000's cross-thread Order pipeline).
+//!
+//! * [`return_queue`]: a freelist owned by the allocating thread, refilled in batches
+//!   from an SPSC *return ring* that the releasing thread pushes freed slots onto.
+//! * [`arena`]: rotating bump arenas; the releasing thread acknowledges each object on
+//!   its arena's drain counter, and an arena is refilled only once all of its last
+//!   fill has been acknowledged.
+//! * [`Freelist`]: the single-thread pool, the baseline for the other two.
+//!
+//! Every pool is a fixed slab allocated up front; nothing is allocated on the hot
+//! path. The cross-thread pools have split handles, `Allocator` and `Releaser`, each
+//! `Send` and not `Sync`, one per thread. Objects are owned boxes ([`PoolBox`],
+//! [`ArenaBox`]) that travel from one to the other, e.g. through a `handoff_spsc` ring.
+//!
+//! # Guarantees
+//! * Exhaustion is a normal outcome: `try_alloc` hands the value back in
+//!   [`Exhausted`] and counts the miss. Nothing blocks.
+//! * Releasing takes the box by value, so a double release does not compile; a box
+//!   from another pool is handed back in [`Foreign`], untouched.
+//! * Every object is dropped exactly once: when released, or when its box is dropped
+//!   (then its slot is retired from the return-queue pool, or acknowledged on the
+//!   arena's second counter). Boxes may outlive both handles; the slab is freed when
+//!   the last of them is gone.
+//! * Leak-safe (`docs/architecture.md`, "The leak-safety rule"): forgetting a box or a
+//!   handle is at worst a leak, and a panicking destructor loses nothing else.
+//!
+//! # Verification
+//! Loom models of the return path, the arena reuse rule and teardown
+//! (`tests/loom.rs`), Miri, two-thread stress tests with an ownership marker per slot
+//! (`tests/stress.rs`), drop-counting and leak-safety tests (`tests/drops.rs`), and
+//! ThreadSanitizer in CI.
+
+#![no_std]
+
+extern crate alloc;
+#[cfg(loom)]
+extern crate std;
+
+pub mod arena;
+mod error;
+mod freelist;
+pub mod return_queue;
+mod slab;
+mod sync;
+
+pub use arena::ArenaBox;
+pub use error::{ConfigError, Exhausted, Foreign};
+pub use freelist::{Freelist, Local};
+pub use return_queue::PoolBox;

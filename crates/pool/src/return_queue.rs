@@ -1,0 +1,483 @@
+//! The return-queue pool (document 000's "freelist-return-queue"): objects made on one
+//! thread, freed on another, their slots sent back through an SPSC ring.
+//!
+//! * The [`Allocator`] owns a local freelist (a stack of free slot addresses), seeded
+//!   with every slot of a slab allocated up front. Allocating is a pop.
+//! * The [`Releaser`] drops the object and pushes its slot onto the *return ring*, a
+//!   `handoff_spsc` ring from the releasing thread back to the allocating one.
+//! * When its freelist is empty the allocator drains up to `batch` slots from the
+//!   return ring at once. Only then, and only if the ring is empty too, is the pool
+//!   exhausted: [`Allocator::try_alloc`] hands the value back, and the miss is counted.
+//!
+//! ```
+//! use handoff_pool::return_queue;
+//!
+//! #[derive(Debug)]
+//! struct Order { seq: u64, qty: i32 }
+//!
+//! let (mut alloc, mut release) = return_queue::new::<Order>(return_queue::Config::default()).unwrap();
+//! let (mut to_risk, mut from_feed) = handoff_spsc::channel(1024);
+//! let risk = std::thread::spawn(move || {
+//!     let mut seen = 0;
+//!     while seen < 10_000 {
+//!         if let Some(order) = from_feed.try_pop() {
+//!             let order: return_queue::PoolBox<Order> = order;
+//!             assert_eq!(order.seq, seen);
+//!             release.release(order).unwrap();
+//!             seen += 1;
+//!         }
+//!     }
+//! });
+//! for seq in 0..10_000 {
+//!     let mut order = Order { seq, qty: 5 };
+//!     let boxed = loop {
+//!         match alloc.try_alloc(order) {
+//!             Ok(b) => break b,
+//!             Err(e) => { order = e.into_inner(); std::hint::spin_loop(); }
+//!         }
+//!     };
+//!     let mut item = boxed;
+//!     while let Err(full) = to_risk.try_push(item) {
+//!         item = full.into_inner();
+//!         std::hint::spin_loop();
+//!     }
+//! }
+//! risk.join().unwrap();
+//! ```
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
+use core::ops::{Deref, DerefMut};
+use core::ptr::NonNull;
+
+use alloc::vec::Vec;
+
+use crate::slab::{free, Owned, RetireOnDrop, Side, Slab, SlotPtr, Teardown};
+use crate::sync::Shadow;
+use crate::{ConfigError, Exhausted, Foreign};
+
+/// Sizes of a return-queue pool. The defaults are document 000's: 4096 slots, a
+/// return ring of depth 1024, drained 32 at a time.
+///
+/// ```
+/// let c = handoff_pool::return_queue::Config::default();
+/// assert_eq!((c.slots, c.return_depth, c.batch), (4096, 1024, 32));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Objects that can be live at once (the slab's size).
+    pub slots: usize,
+    /// Capacity of the return ring. Smaller than `slots` is fine: slots that do not
+    /// fit wait on the releasing side (see [`Releaser::flush`]).
+    pub return_depth: usize,
+    /// Most slots taken from the return ring per drain.
+    pub batch: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            slots: 4096,
+            return_depth: 1024,
+            batch: 32,
+        }
+    }
+}
+
+struct Shared<T> {
+    slab: Slab<T>,
+    teardown: Teardown,
+    shadow: Shadow,
+}
+
+impl<T> Shared<T> {
+    /// Marks an ownership change of the value in slot `p` (loom only).
+    #[inline(always)]
+    fn touch(&self, p: NonNull<T>) {
+        self.shadow.touch(self.slab.index_of_shadow(p));
+    }
+}
+
+impl<T> Owned for Shared<T> {
+    fn teardown(&self) -> &Teardown {
+        &self.teardown
+    }
+}
+
+/// Makes a pool and returns its two halves: the [`Allocator`] for the thread that makes
+/// objects and the [`Releaser`] for the thread that frees them.
+///
+/// ```
+/// use handoff_pool::{return_queue, ConfigError};
+/// let bad = return_queue::Config { batch: 0, ..Default::default() };
+/// assert_eq!(return_queue::new::<u64>(bad).unwrap_err(), ConfigError::Zero("batch"));
+/// ```
+pub fn new<T>(config: Config) -> Result<(Allocator<T>, Releaser<T>), ConfigError> {
+    if config.batch == 0 {
+        return Err(ConfigError::Zero("batch"));
+    }
+    if config.return_depth == 0 {
+        return Err(ConfigError::Zero("return_depth"));
+    }
+    let slab = Slab::<T>::new(config.slots)?;
+    let (ring_tx, ring_rx) = handoff_spsc::try_channel::<SlotPtr<T>>(config.return_depth)
+        .map_err(ConfigError::ReturnRing)?;
+    let mut freelist = Vec::with_capacity(config.slots);
+    // Pushed in reverse so that the first allocation gets slot 0.
+    freelist.extend((0..config.slots).rev().map(|i| SlotPtr(slab.slot(i))));
+    let shared = NonNull::from(alloc::boxed::Box::leak(alloc::boxed::Box::new(Shared {
+        shadow: Shadow::new(config.slots),
+        slab,
+        teardown: Teardown::new(),
+    })));
+    Ok((
+        Allocator {
+            shared,
+            free: freelist,
+            returns: ring_rx,
+            batch: config.batch,
+            stats: AllocatorStats::default(),
+        },
+        Releaser {
+            shared,
+            returns: ring_tx,
+            waiting: Vec::with_capacity(config.slots),
+            stats: ReleaserStats::default(),
+        },
+    ))
+}
+
+/// What an [`Allocator`] has done so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AllocatorStats {
+    /// Objects handed out.
+    pub allocated: u64,
+    /// Allocations refused because every slot was in use.
+    pub exhausted: u64,
+    /// Drains of the return ring that found at least one slot.
+    pub drains: u64,
+    /// Slots taken back from the return ring in all.
+    pub drained: u64,
+}
+
+/// What a [`Releaser`] has done so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReleaserStats {
+    /// Objects released (dropped, slot sent back).
+    pub released: u64,
+    /// Releases that found the return ring full and kept the slot to send later.
+    pub deferred: u64,
+    /// Objects from another pool, handed back.
+    pub foreign: u64,
+}
+
+/// The allocating half: owns the local freelist and the reading end of the return
+/// ring. `Send` (when `T: Send`), not `Sync`.
+pub struct Allocator<T> {
+    shared: NonNull<Shared<T>>,
+    free: Vec<SlotPtr<T>>,
+    returns: handoff_spsc::Consumer<SlotPtr<T>>,
+    batch: usize,
+    stats: AllocatorStats,
+}
+
+/// The releasing half: drops objects and sends their slots back. `Send` (when
+/// `T: Send`), not `Sync`.
+pub struct Releaser<T> {
+    shared: NonNull<Shared<T>>,
+    returns: handoff_spsc::Producer<SlotPtr<T>>,
+    /// Slots released while the return ring was full, oldest first.
+    waiting: Vec<SlotPtr<T>>,
+    stats: ReleaserStats,
+}
+
+/// An object in a pool slot: like a `Box<T>`, but its memory goes back to the pool.
+///
+/// Give it to [`Releaser::release`] (on any thread that owns the releaser) to drop the
+/// object and recycle the slot. If it is dropped anywhere else instead, the object is
+/// dropped and the slot is *retired*: never reused, freed with the pool. Forgetting it
+/// leaks the object, and the pool's memory.
+pub struct PoolBox<T> {
+    ptr: NonNull<T>,
+    shared: NonNull<Shared<T>>,
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: the allocator's freelist and ring end are touched only through `&mut self`;
+// moving it to another thread moves the right to write `T`s into slots, and the `T`s
+// it makes go to whichever thread releases them, hence `T: Send`. Not `Sync`: the
+// `NonNull` fields see to that.
+unsafe impl<T: Send> Send for Allocator<T> {}
+// SAFETY: as for `Allocator`: the releaser drops `T`s made on another thread.
+unsafe impl<T: Send> Send for Releaser<T> {}
+// SAFETY: a `PoolBox` owns its `T` like a `Box<T>`; the shared state it points to is
+// only touched through atomics (`Teardown`).
+unsafe impl<T: Send> Send for PoolBox<T> {}
+// SAFETY: `&PoolBox<T>` only gives `&T`.
+unsafe impl<T: Sync> Sync for PoolBox<T> {}
+
+impl<T> Allocator<T> {
+    /// Moves `value` into a free slot, or hands it back in [`Exhausted`] if every slot
+    /// is in use (counted in [`stats`](Self::stats)). When the local freelist is empty,
+    /// first drains up to `batch` slots from the return ring.
+    ///
+    /// ```
+    /// let config = handoff_pool::return_queue::Config { slots: 1, ..Default::default() };
+    /// let (mut alloc, mut release) = handoff_pool::return_queue::new::<u32>(config).unwrap();
+    /// let a = alloc.try_alloc(1).unwrap();
+    /// assert!(alloc.try_alloc(2).is_err());
+    /// release.release(a).unwrap();
+    /// assert_eq!(*alloc.try_alloc(3).unwrap(), 3);
+    /// assert_eq!(alloc.stats().exhausted, 1);
+    /// ```
+    #[inline]
+    pub fn try_alloc(&mut self, value: T) -> Result<PoolBox<T>, Exhausted<T>> {
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => match self.drain() {
+                Some(slot) => slot,
+                None => return Err(self.exhausted(value)),
+            },
+        };
+        self.shared().touch(slot.0);
+        // SAFETY: a slot on the freelist is free: it was never handed out, or its last
+        // object was dropped by the releaser before the slot was sent back through
+        // the return ring (the ring's release/acquire orders that drop before this).
+        unsafe { slot.0.as_ptr().write(value) };
+        self.stats.allocated += 1;
+        Ok(PoolBox {
+            ptr: slot.0,
+            shared: self.shared,
+            _owns: PhantomData,
+        })
+    }
+
+    /// Moves up to `batch` returned slots onto the freelist and pops one.
+    #[cold]
+    #[inline(never)]
+    fn drain(&mut self) -> Option<SlotPtr<T>> {
+        let before = self.free.len();
+        // The freelist has room for every slot of the slab, so this never reallocates.
+        self.free.extend(self.returns.read_chunk(self.batch));
+        let got = self.free.len() - before;
+        if got > 0 {
+            self.stats.drains += 1;
+            self.stats.drained += got as u64;
+        }
+        self.free.pop()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn exhausted(&mut self, value: T) -> Exhausted<T> {
+        self.stats.exhausted += 1;
+        Exhausted(value)
+    }
+
+    /// Slots on the local freelist now (not counting slots waiting in the return ring).
+    pub fn local_free(&self) -> usize {
+        self.free.len()
+    }
+
+    /// The pool's size: most objects live at once.
+    pub fn capacity(&self) -> usize {
+        self.shared().slab.len()
+    }
+
+    /// Counts of what this half has done.
+    pub fn stats(&self) -> AllocatorStats {
+        self.stats
+    }
+
+    fn shared(&self) -> &Shared<T> {
+        // SAFETY: this handle keeps the shared state alive (`Teardown`).
+        unsafe { self.shared.as_ref() }
+    }
+}
+
+impl<T> Releaser<T> {
+    /// Drops the object and sends its slot back to the allocator, or hands the object
+    /// back untouched in [`Foreign`] if it came from another pool. Taking the
+    /// `PoolBox` by value makes releasing it twice impossible.
+    ///
+    /// If the return ring is full the slot waits here and goes with the next release
+    /// or [`flush`](Self::flush).
+    ///
+    /// ```
+    /// let (mut alloc, mut release) = handoff_pool::return_queue::new::<String>(Default::default()).unwrap();
+    /// let s = alloc.try_alloc("ask 101.5".to_string()).unwrap();
+    /// release.release(s).unwrap();
+    /// assert_eq!(release.stats().released, 1);
+    /// ```
+    #[inline]
+    pub fn release(&mut self, object: PoolBox<T>) -> Result<(), Foreign<PoolBox<T>>> {
+        if object.shared != self.shared {
+            return Err(self.foreign(object));
+        }
+        // Ownership moves first (leak-safety rule): the box can no longer drop it.
+        let object = ManuallyDrop::new(object);
+        let slot = SlotPtr(object.ptr);
+        self.stats.released += 1;
+        // Sends the slot back even if the destructor panics: the value counts as dropped.
+        let send = SendBack {
+            releaser: self,
+            slot,
+        };
+        send.releaser.shared().touch(slot.0);
+        // SAFETY: the box owned a live `T` in this slot, and was forgotten above, so
+        // this is its one drop.
+        unsafe { core::ptr::drop_in_place(slot.0.as_ptr()) };
+        Ok(())
+    }
+
+    #[inline]
+    fn send_back(&mut self, slot: SlotPtr<T>) {
+        if self.waiting.is_empty() && self.returns.try_push(slot).is_ok() {
+            return;
+        }
+        self.send_back_slow(slot);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn send_back_slow(&mut self, slot: SlotPtr<T>) {
+        self.stats.deferred += 1;
+        // Room for every slot of the slab was reserved, so this never reallocates.
+        self.waiting.push(slot);
+        self.flush();
+    }
+
+    /// Sends slots that found the return ring full, oldest first, as far as the ring
+    /// has room; returns how many still wait. Call it when the releasing thread is
+    /// idle if the allocator may be starved.
+    pub fn flush(&mut self) -> usize {
+        let sent = self.returns.push_slice(&self.waiting);
+        self.waiting.drain(..sent);
+        self.waiting.len()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn foreign(&mut self, object: PoolBox<T>) -> Foreign<PoolBox<T>> {
+        self.stats.foreign += 1;
+        Foreign(object)
+    }
+
+    /// Counts of what this half has done.
+    pub fn stats(&self) -> ReleaserStats {
+        self.stats
+    }
+
+    fn shared(&self) -> &Shared<T> {
+        // SAFETY: this handle keeps the shared state alive (`Teardown`).
+        unsafe { self.shared.as_ref() }
+    }
+}
+
+/// Sends a released slot back once its object's destructor has run, or unwound.
+struct SendBack<'a, T> {
+    releaser: &'a mut Releaser<T>,
+    slot: SlotPtr<T>,
+}
+
+impl<T> Drop for SendBack<'_, T> {
+    fn drop(&mut self) {
+        self.releaser.send_back(self.slot);
+    }
+}
+
+impl<T> Drop for Allocator<T> {
+    fn drop(&mut self) {
+        let handed_out = self.stats.allocated as usize;
+        // SAFETY: the shared state is alive until `leave` says otherwise.
+        let last = unsafe { self.shared.as_ref() }
+            .teardown
+            .leave(Side::Allocating, handed_out);
+        if last {
+            // SAFETY: `leave` said nobody else can reach it.
+            unsafe { free(self.shared) };
+        }
+    }
+}
+
+impl<T> Drop for Releaser<T> {
+    fn drop(&mut self) {
+        let taken_back = self.stats.released as usize;
+        // SAFETY: the shared state is alive until `leave` says otherwise.
+        let last = unsafe { self.shared.as_ref() }
+            .teardown
+            .leave(Side::Releasing, taken_back);
+        if last {
+            // SAFETY: `leave` said nobody else can reach it.
+            unsafe { free(self.shared) };
+        }
+    }
+}
+
+impl<T> Deref for PoolBox<T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: the box owns a live `T` in this slot.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T> DerefMut for PoolBox<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the box owns a live `T` in this slot, and `&mut self` is unique.
+        unsafe { self.ptr.as_mut() }
+    }
+}
+
+impl<T> PoolBox<T> {
+    /// Which slot of the pool the object occupies, from 0 to `capacity - 1`.
+    ///
+    /// ```
+    /// let (mut alloc, _release) = handoff_pool::return_queue::new::<u8>(Default::default()).unwrap();
+    /// assert_eq!(alloc.try_alloc(1).unwrap().slot(), 0);
+    /// ```
+    pub fn slot(&self) -> usize {
+        // SAFETY: the shared state is alive while this box is counted in it.
+        unsafe { self.shared.as_ref() }.slab.index_of(self.ptr)
+    }
+}
+
+impl<T> Drop for PoolBox<T> {
+    fn drop(&mut self) {
+        // Retired even if the destructor below panics.
+        let _retire = RetireOnDrop(self.shared);
+        // SAFETY: the shared state is alive while this box is counted in it.
+        unsafe { self.shared.as_ref() }.touch(self.ptr);
+        // SAFETY: the box owns a live `T` in this slot; this is its one drop.
+        unsafe { core::ptr::drop_in_place(self.ptr.as_ptr()) };
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for PoolBox<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<T> fmt::Debug for Allocator<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Allocator")
+            .field("capacity", &self.capacity())
+            .field("local_free", &self.free.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Debug for Releaser<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Releaser")
+            .field("waiting", &self.waiting.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,45 @@
+//! The synchronisation primitives the pools are built from, switched to loom's
+//! model-checked versions under `cfg(loom)`.
+
+#[cfg(not(loom))]
+pub(crate) use core::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+
+/// Loom cannot see accesses through raw pointers, so under `cfg(loom)` every slot has
+/// a shadow cell that is written whenever ownership of the slot's value changes hands
+/// (a value written by the allocating side, dropped by the releasing side). Loom then
+/// reports any reuse of a slot that is not ordered after its release as a data race.
+#[cfg(loom)]
+pub(crate) struct Shadow(alloc::boxed::Box<[loom::cell::UnsafeCell<()>]>);
+
+#[cfg(loom)]
+impl Shadow {
+    pub(crate) fn new(slots: usize) -> Self {
+        Shadow(
+            (0..slots)
+                .map(|_| loom::cell::UnsafeCell::new(()))
+                .collect(),
+        )
+    }
+
+    pub(crate) fn touch(&self, slot: usize) {
+        self.0[slot].with_mut(|_| ());
+    }
+}
+
+/// Without loom the shadow is nothing and costs nothing.
+#[cfg(not(loom))]
+pub(crate) struct Shadow;
+
+#[cfg(not(loom))]
+impl Shadow {
+    #[inline(always)]
+    pub(crate) fn new(_slots: usize) -> Self {
+        Shadow
+    }
+
+    #[inline(always)]
+    pub(crate) fn touch(&self, _slot: usize) {}
+}
