@@ -352,6 +352,9 @@ impl<T> Releaser<T> {
     /// has room; returns how many still wait. Call it when the releasing thread is
     /// idle if the allocator may be starved.
     pub fn flush(&mut self) -> usize {
+        if self.waiting.is_empty() {
+            return 0;
+        }
         let sent = self.returns.push_slice(&self.waiting);
         self.waiting.drain(..sent);
         self.waiting.len()

@@ -3,6 +3,7 @@
 //! JSON fields and charts; `lab::session` does the rest. [`REGISTRY`] lists them for
 //! `runner --help`, `runner all` and the dispatch.
 
+pub mod pipeline;
 pub mod queue;
 
 use crate::lab::error::Result;
@@ -34,7 +35,7 @@ pub trait Prepared {
 }
 
 /// Every experiment, in the order `runner all` runs them.
-pub static REGISTRY: &[&dyn Experiment] = &[&queue::Queue];
+pub static REGISTRY: &[&dyn Experiment] = &[&queue::Queue, &pipeline::Pipeline];
 
 /// Looks an experiment up by its subcommand.
 pub fn find(name: &str) -> Option<&'static dyn Experiment> {

@@ -34,6 +34,20 @@ pub fn rate(hz: f64) -> String {
     }
 }
 
+/// Operations per second: `100 k/s`, `1.00 M/s`, `2.68 M/s`.
+///
+/// ```
+/// use runner::lab::fmt::ops;
+/// assert_eq!((ops(1e5), ops(3.72e5), ops(2.683e6)), ("100 k/s".into(), "372 k/s".into(), "2.68 M/s".into()));
+/// ```
+pub fn ops(per_s: f64) -> String {
+    if per_s >= 1e6 {
+        format!("{:.2} M/s", per_s / 1e6)
+    } else {
+        format!("{:.0} k/s", per_s / 1e3)
+    }
+}
+
 /// Items per second in millions: `14.70 M/s`; `-` for none.
 ///
 /// ```

@@ -135,6 +135,34 @@ pub fn run<R: Send>(
     }
 }
 
+/// A paced role's step before item `i`'s stamp: after a stop request, stop pacing
+/// (checked every 4096 items); otherwise wait until item `i` is due.
+#[inline(always)]
+pub fn wait_due(i: usize, sched: &mut Schedule, stop: &AtomicU8) {
+    if i & 4095 == 0 && stop.load(Ordering::Relaxed) != 0 {
+        sched.period_ticks = 0.0;
+    }
+    if sched.is_paced() {
+        pacer::wait_until(sched.due(i as u64));
+    }
+}
+
+/// A stamp as the documents take it (`rdtscp; lfence`) and whether it was taken off
+/// core `cpu` (1) or on it (0).
+#[inline(always)]
+pub fn stamp(cpu: u32) -> (u64, u64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (t, aux) = handoff_clock::tsc::rdtscp_ordered();
+        (t, u64::from(handoff_clock::tsc::cpu_of(aux) != cpu))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = cpu;
+        unreachable!("the lab stamps with rdtscp (x86_64 only)")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ pub mod error;
 pub mod flags;
 pub mod fmt;
 pub mod harness;
+pub mod measure;
 pub mod noise;
 pub mod pacer;
 pub mod pin;

@@ -133,7 +133,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 _ => holds(ratio >= 10.0, "mutex p99 >= 10x the slowest lock-free p99, merged histograms"),
             }));
         }
-        let depth = |x| h(x).and_then(Cell::mean_depth);
+        let depth = |x| h(x).and_then(|c| c.mean_depth());
         if let (Some(ring), Some(mutex)) = (depth(Variant::CppRing), depth(Variant::MutexCondvar)) {
             v.push(Claim::new(
                 "depth-1mhz",
@@ -226,7 +226,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
     }
 
     if out.of(Mode::Throughput).next().is_some() {
-        let t = |x| out.find(Mode::Throughput, x).and_then(Cell::throughput);
+        let t = |x| out.find(Mode::Throughput, x).and_then(|c| c.throughput());
         for (x, doc) in [
             (Variant::CppRing, 14.7),
             (Variant::BoostSpsc, 14.9),
@@ -242,7 +242,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 ));
             }
         }
-        let depth = |x| out.find(Mode::Throughput, x).and_then(Cell::mean_depth);
+        let depth = |x| out.find(Mode::Throughput, x).and_then(|c| c.mean_depth());
         if let (Some(r), Some(b)) = (depth(Variant::CppRing), depth(Variant::BoostSpsc)) {
             v.push(Claim::new("bound-side", "Saturated, the hand-rolled ring is producer-bound (queue near empty) and Boost consumer-bound (queue near capacity)", "ring near empty, Boost near capacity (~200x the residency)", format!("mean depth: cpp-ring {r:.1}, boost-spsc {b:.1} of {}", cfg.capacity), holds(
                 r < 0.1 * cfg.capacity as f64 && b > 0.5 * cfg.capacity as f64,

@@ -11,16 +11,17 @@ mod args;
 
 pub use args::{config, QueueArgs};
 
+use crate::lab;
 use crate::lab::error::{Error, Result};
 use crate::lab::fmt;
-use crate::lab::pacer::{self, below_target};
+use crate::lab::measure::Measured;
+use crate::lab::pacer;
 use crate::lab::session::{Output, Plan, Session};
 use crate::lab::stop;
 use crate::lab::topology::Topology;
 use handoff_clock::Clock;
-use handoff_stats::Latency;
 use serde::Serialize;
-use variants::{run_once, RunData, RunSpec, Variant};
+use variants::{run_once, RunSpec, Variant};
 
 /// The source document.
 pub const DOCUMENT: &str = "seeds/002_96b034c3473d5bd0.txt";
@@ -89,17 +90,17 @@ impl super::Prepared for Prepared {
         let mut sections = Vec::new();
         for &mode in &cfg.modes {
             sections.push(match mode {
-                Mode::Headline => report::table(
+                Mode::Headline => lab::measure::table(
                     &format!(
                         "headline: paced at {}, {} runs x {} items, capacity {}, latency = producer stamp before push -> consumer stamp after pop",
                         fmt::rate(cfg.rate_hz), cfg.runs, cfg.items, cfg.capacity
                     ),
-                    outcome.of(Mode::Headline),
+                    outcome.of(Mode::Headline).map(Cell::row),
                 ),
                 Mode::Sweep => report::sweep_table(&outcome, cfg),
-                Mode::Throughput => report::table(
+                Mode::Throughput => lab::measure::table(
                     &format!("throughput: unpaced, {} runs x {} items, capacity {} (medians of runs)", cfg.runs, cfg.items, cfg.capacity),
-                    outcome.of(Mode::Throughput),
+                    outcome.of(Mode::Throughput).map(Cell::row),
                 ),
             });
         }
@@ -181,77 +182,26 @@ impl Config {
     }
 }
 
-/// One run reduced to numbers.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunSummary {
-    /// Achieved send rate (items/s).
-    pub achieved_rate_hz: Option<f64>,
-    /// Items over first send to last receive (items/s).
-    pub throughput_items_per_s: f64,
-    /// The run fell below 95% of the offered rate.
-    pub below_target: bool,
-    /// Stamps taken off the pinned cores (producer + consumer).
-    pub off_core_stamps: u64,
-    /// Items out of order or corrupted (must be 0).
-    pub bad_items: u64,
-    /// Receive stamps earlier than their send stamps (excluded; must be 0 with an
-    /// invariant TSC).
-    pub negative_latencies: u64,
-    /// Median latency of this run (ns).
-    pub p50_ns: u64,
-    /// 99th percentile of this run (ns).
-    pub p99_ns: u64,
-    /// 99.9th percentile of this run (ns).
-    #[serde(rename = "p99.9_ns")]
-    pub p999_ns: u64,
-    /// Times the consumer took at least [`STALL_NS`] to take an item from the moment
-    /// the item was sent and the consumer was done with the previous one. A spinning
-    /// consumer only does that when its thread is not running (a hypervisor pause, an
-    /// interrupt); for the mutex variants it also counts condvar wake-ups.
-    pub consumer_stalls: u64,
-    /// Total length of those stalls (ns).
-    pub consumer_stall_ns: u64,
-    /// Items whose latency was at least [`STALL_NS`].
-    pub items_over_stall_ns: u64,
-}
-
-/// The gap that counts as a consumer stall (10 us: about 80 lock-free handoffs).
-pub const STALL_NS: u64 = 10_000;
-
-/// One (mode, variant, offered rate) cell: the merged runs.
+/// One (mode, variant, offered rate) cell: the merged runs (`lab::measure`), reached
+/// through `Deref`.
 #[derive(Clone, Debug)]
 pub struct Cell {
     /// Mode.
     pub mode: Mode,
     /// Variant.
     pub variant: Variant,
-    /// Offered rate (`None`: unpaced).
-    pub offered_hz: Option<f64>,
-    /// Items per run.
-    pub items: usize,
     /// Why it didn't run, if it didn't.
     pub unavailable: Option<String>,
-    /// Send stamp to receive stamp, ns, merged over runs.
-    pub latency: Latency,
-    /// Intended (scheduled) send time to receive stamp, ns, merged: the
-    /// coordinated-omission-aware reading. Empty when unpaced.
-    pub latency_from_intended: Latency,
-    /// Per-run numbers.
-    pub runs: Vec<RunSummary>,
+    /// What the runs measured.
+    pub measured: Measured,
 }
 
-pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
+impl std::ops::Deref for Cell {
+    type Target = Measured;
+
+    fn deref(&self) -> &Measured {
+        &self.measured
     }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 impl Cell {
@@ -259,127 +209,20 @@ impl Cell {
         Cell {
             mode,
             variant,
-            offered_hz,
-            items,
             unavailable: None,
-            latency: Latency::new(),
-            latency_from_intended: Latency::new(),
-            runs: Vec::new(),
+            measured: Measured::new(offered_hz, items),
         }
     }
 
-    /// Median achieved send rate over the runs.
-    pub fn achieved_hz(&self) -> Option<f64> {
-        median(
-            self.runs
-                .iter()
-                .filter_map(|r| r.achieved_rate_hz)
-                .collect(),
+    /// The table row of this cell.
+    pub fn row(&self) -> lab::measure::Row<'_> {
+        (
+            self.variant.name(),
+            match &self.unavailable {
+                Some(why) => Err(why.as_str()),
+                None => Ok(&self.measured),
+            },
         )
-    }
-
-    /// Median end-to-end throughput over the runs.
-    pub fn throughput(&self) -> Option<f64> {
-        median(self.runs.iter().map(|r| r.throughput_items_per_s).collect())
-    }
-
-    /// Mean queue depth by Little's law: achieved rate x mean latency.
-    pub fn mean_depth(&self) -> Option<f64> {
-        let rate = self.achieved_hz()?;
-        (self.latency.count() > 0).then(|| rate * self.latency.mean() * 1e-9)
-    }
-
-    /// Runs below 95% of the offered rate.
-    pub fn below_target_runs(&self) -> usize {
-        self.runs.iter().filter(|r| r.below_target).count()
-    }
-
-    /// Consumer stalls (count, total ns) and items at or over [`STALL_NS`], all runs.
-    pub fn stalls(&self) -> (u64, u64, u64) {
-        self.runs.iter().fold((0, 0, 0), |a, r| {
-            (
-                a.0 + r.consumer_stalls,
-                a.1 + r.consumer_stall_ns,
-                a.2 + r.items_over_stall_ns,
-            )
-        })
-    }
-
-    /// Stamps taken off the pinned cores, all runs.
-    pub fn off_core_stamps(&self) -> u64 {
-        self.runs.iter().map(|r| r.off_core_stamps).sum()
-    }
-
-    fn add(&mut self, data: &RunData, clock: &Clock) -> Result<()> {
-        let freq = clock.calibration().freq_hz;
-        let mut lat = Latency::new();
-        let mut negative = 0;
-        let mut over = 0u64;
-        let paced = data.schedule.is_paced();
-        for (i, (&s, &r)) in data.send.iter().zip(&data.recv).enumerate() {
-            if r < s {
-                negative += 1;
-                continue;
-            }
-            let ns = clock.ticks_to_ns(r - s);
-            over += u64::from(ns >= STALL_NS);
-            lat.record(ns);
-            if paced {
-                let due = data.schedule.due(i as u64);
-                self.latency_from_intended
-                    .record(clock.ticks_to_ns(r.saturating_sub(due)));
-            }
-        }
-        let stall_ticks = clock.ns_to_ticks(STALL_NS);
-        let (mut stalls, mut stall_ticks_sum) = (0u64, 0u64);
-        for k in 1..data.recv.len() {
-            // From the moment item k was both sent and the consumer free of item k-1
-            // until the consumer stamped it.
-            let ready = data.send[k].max(data.recv[k - 1]);
-            let gap = data.recv[k].saturating_sub(ready);
-            if gap >= stall_ticks {
-                stalls += 1;
-                stall_ticks_sum += gap;
-            }
-        }
-        let achieved = pacer::achieved_rate(&data.send, freq);
-        let first = data.send.first().copied().unwrap_or(0);
-        let last = data.recv.iter().copied().max().unwrap_or(0);
-        let throughput = if last > first {
-            data.send.len() as f64 * freq / (last - first) as f64
-        } else {
-            0.0
-        };
-        let below = match (self.offered_hz, achieved) {
-            (Some(o), Some(a)) => below_target(a, o),
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        self.runs.push(RunSummary {
-            achieved_rate_hz: achieved,
-            throughput_items_per_s: throughput,
-            below_target: below,
-            off_core_stamps: data.producer_off_cpu + data.consumer_off_cpu,
-            bad_items: data.bad_seq,
-            negative_latencies: negative,
-            p50_ns: lat.value_at_quantile(0.5),
-            p99_ns: lat.value_at_quantile(0.99),
-            p999_ns: lat.value_at_quantile(0.999),
-            consumer_stalls: stalls,
-            consumer_stall_ns: clock.ticks_to_ns(stall_ticks_sum),
-            items_over_stall_ns: over,
-        });
-        self.latency
-            .merge(&lat)
-            .map_err(|e| Error::Run(format!("merging runs: {e}")))?;
-        if data.bad_seq > 0 {
-            return Err(Error::Run(format!(
-                "{}: {} items arrived out of order or corrupted",
-                self.variant.name(),
-                data.bad_seq
-            )));
-        }
-        Ok(())
     }
 }
 
@@ -469,7 +312,7 @@ pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -
                     out.interrupted = true;
                     return Ok(out);
                 }
-                cell.add(&data, clock)?;
+                cell.measured.add(&data, clock, cell.variant.name())?;
                 progress.inc(1);
             }
         }

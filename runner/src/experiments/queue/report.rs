@@ -5,71 +5,10 @@ use super::{Cell, Config, Mode, Outcome};
 use crate::lab::chart::{self, Series};
 use crate::lab::error::{Error, Result};
 use crate::lab::fmt::{mps as fmt_m, ns as fmt_ns, rate as fmt_rate};
+use crate::lab::measure::{self, Measured};
 use crate::lab::results::Outputs;
-use handoff_stats::Latency;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
-
-fn notes(c: &Cell) -> String {
-    let mut n = Vec::new();
-    if c.below_target_runs() > 0 {
-        n.push(format!(
-            "{}/{} runs <95% of offered",
-            c.below_target_runs(),
-            c.runs.len()
-        ));
-    }
-    if c.off_core_stamps() > 0 {
-        n.push(format!("{} stamps off core", c.off_core_stamps()));
-    }
-    let (stalls, stall_ns, over) = c.stalls();
-    if stalls > 0 {
-        n.push(format!(
-            "{stalls} consumer stalls ({}), {:.2}% of items >=10 us",
-            fmt_ns(stall_ns as f64),
-            100.0 * over as f64 / c.latency.count().max(1) as f64
-        ));
-    }
-    let neg: u64 = c.runs.iter().map(|r| r.negative_latencies).sum();
-    if neg > 0 {
-        n.push(format!("{neg} negative latencies dropped"));
-    }
-    n.join("; ")
-}
-
-/// The table of one mode (headline or throughput), or of one sweep point.
-pub fn table<'a>(title: &str, cells: impl Iterator<Item = &'a Cell>) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "{title}");
-    let _ = writeln!(
-        s,
-        "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11} {:>8}  notes",
-        "variant", "p50", "p99", "p99.9", "max", "achieved", "throughput", "depth"
-    );
-    for c in cells {
-        if let Some(why) = &c.unavailable {
-            let _ = writeln!(s, "  {:<18} {why}", c.variant.name());
-            continue;
-        }
-        let p = c.latency.percentiles();
-        let _ = writeln!(
-            s,
-            "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11} {:>8}  {}",
-            c.variant.name(),
-            fmt_ns(p.p50 as f64),
-            fmt_ns(p.p99 as f64),
-            fmt_ns(p.p999 as f64),
-            fmt_ns(p.max as f64),
-            fmt_m(c.achieved_hz()),
-            fmt_m(c.throughput()),
-            c.mean_depth()
-                .map(|d| format!("{d:.2}"))
-                .unwrap_or_else(|| "-".into()),
-            notes(c)
-        );
-    }
-    s
-}
 
 /// The sweep as one compact table per variant: offered rate, p50/p99/p99.9,
 /// achieved rate and depth.
@@ -122,26 +61,11 @@ fn cell_json(c: &Cell) -> Value {
     if let Some(why) = &c.unavailable {
         return json!({ "name": c.variant.name(), "mode": c.mode.name(), "unavailable": why });
     }
-    let doc = c.latency.doc_percentiles();
-    json!({
-        "name": c.variant.name(),
-        "mode": c.mode.name(),
-        "latency_ns": c.latency.percentiles(),
-        "latency_ns_doc_convention": doc,
-        "latency_from_intended_ns": (c.latency_from_intended.count() > 0)
-            .then(|| c.latency_from_intended.percentiles()),
-        "offered_rate_hz": c.offered_hz,
-        "achieved_rate_hz": c.achieved_hz(),
-        "throughput_items_per_s": c.throughput(),
-        "mean_queue_depth": c.mean_depth(),
-        "samples": c.latency.count(),
-        "runs": c.runs.len(),
-        "items_per_run": c.items,
-        "below_target_runs": c.below_target_runs(),
-        "off_core_stamps": c.off_core_stamps(),
-        "per_run": c.runs,
-        "histogram": c.latency,
-    })
+    let mut m = Map::new();
+    m.insert("name".into(), c.variant.name().into());
+    m.insert("mode".into(), c.mode.name().into());
+    m.extend(c.measured.json());
+    Value::Object(m)
 }
 
 fn sweeps_json(out: &Outcome, cfg: &Config) -> Vec<Value> {
@@ -153,21 +77,8 @@ fn sweeps_json(out: &Outcome, cfg: &Config) -> Vec<Value> {
                 .filter(|c| c.variant == v && c.unavailable.is_none())
                 .collect();
             (!cells.is_empty()).then(|| {
-                let points: Vec<Value> = cells
-                    .iter()
-                    .map(|c| {
-                        let p = c.latency.percentiles();
-                        json!({
-                            "x": c.offered_hz, "p50": p.p50, "p90": p.p90, "p99": p.p99,
-                            "p99.9": p.p999, "max": p.max, "mean": p.mean,
-                            "achieved_rate_hz": c.achieved_hz(),
-                            "mean_queue_depth": c.mean_depth(),
-                            "below_target_runs": c.below_target_runs(),
-                            "samples": c.latency.count(),
-                            "latency_ns_doc_convention": c.latency.doc_percentiles(),
-                        })
-                    })
-                    .collect();
+                let points: Vec<Value> =
+                    cells.iter().map(|c| c.sweep_point(c.offered_hz)).collect();
                 json!({ "name": "load", "variant": v.name(), "x": "offered_rate_hz",
                         "unit": "ns", "points": points })
             })
@@ -197,48 +108,19 @@ pub fn json_fields(out: &Outcome, cfg: &Config) -> Result<Map<String, Value>> {
 pub fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
     let dir = &cfg.out;
     let mut files = Outputs::new();
-    let headline: Vec<&Cell> = out
+    let headline: Vec<(&str, &Measured)> = out
         .of(Mode::Headline)
         .filter(|c| c.unavailable.is_none())
+        .map(|c| (c.variant.name(), &c.measured))
         .collect();
-    if !headline.is_empty() {
-        let rate = fmt_rate(cfg.rate_hz);
-        let series = |points: &dyn Fn(&Latency) -> Vec<(f64, f64)>| -> Vec<Series> {
-            headline
-                .iter()
-                .map(|c| Series {
-                    name: c.variant.name().into(),
-                    points: points(&c.latency),
-                })
-                .collect()
-        };
-        let ccdf = series(&|l| {
-            l.ccdf()
-                .iter()
-                .map(|p| (p.value as f64, p.fraction))
-                .collect()
-        });
-        let svg = chart::loglog(
-            &format!("queue: latency CCDF at {rate} offered (fraction of items at or above)"),
-            "enqueue -> dequeue latency (ns)",
-            "fraction >= x",
-            &ccdf,
-        )?;
-        files.add(dir.join("queue-ccdf.svg"), svg.into_bytes());
-        let pdf = series(&|l| {
-            l.pdf()
-                .iter()
-                .map(|b| ((b.lower + b.upper) as f64 / 2.0, b.fraction))
-                .collect()
-        });
-        let svg = chart::logx(
-            &format!("queue: latency PDF at {rate} offered (log2/16 buckets)"),
-            "enqueue -> dequeue latency (ns)",
-            "fraction of items in bucket",
-            &pdf,
-        )?;
-        files.add(dir.join("queue-pdf.svg"), svg.into_bytes());
-    }
+    measure::distribution_charts(
+        dir,
+        "queue",
+        &format!("queue at {} offered", fmt_rate(cfg.rate_hz)),
+        "enqueue -> dequeue latency (ns)",
+        &headline,
+        &mut files,
+    )?;
     if out.of(Mode::Sweep).any(|c| c.unavailable.is_none()) {
         let panel = |label: &str, pick: fn(&handoff_stats::Percentiles) -> u64| {
             let series = cfg

@@ -7,10 +7,11 @@
 
 use crate::lab;
 use crate::lab::error::{Error, Result};
-use crate::lab::harness::{self, Role, Start};
-use crate::lab::pacer::{self, Schedule};
+use crate::lab::harness::{self, stamp, wait_due, Role, Start};
+use crate::lab::measure::Stamps;
+use crate::lab::pacer::Schedule;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::AtomicU8;
 use std::sync::{Condvar, Mutex};
 
 /// A queue variant.
@@ -155,25 +156,8 @@ pub struct RunSpec<'a> {
     pub stop: &'a AtomicU8,
 }
 
-/// The raw result of one run.
-#[derive(Debug)]
-pub struct RunData {
-    /// The schedule the producer followed.
-    pub schedule: Schedule,
-    /// Send stamps by index.
-    pub send: Vec<u64>,
-    /// Receive stamps by seq.
-    pub recv: Vec<u64>,
-    /// Producer stamps taken off the producer core.
-    pub producer_off_cpu: u64,
-    /// Consumer stamps taken off the consumer core.
-    pub consumer_off_cpu: u64,
-    /// Items received out of order, out of range or corrupted.
-    pub bad_seq: u64,
-}
-
 /// Runs `spec.items` items through `variant` once.
-pub fn run_once(variant: Variant, spec: &RunSpec<'_>) -> Result<RunData> {
+pub fn run_once(variant: Variant, spec: &RunSpec<'_>) -> Result<Stamps> {
     if let Some(why) = variant.unavailable(spec.capacity) {
         return Err(Error::Run(why));
     }
@@ -212,7 +196,7 @@ trait Consume: Send {
 }
 
 /// The producer and the consumer as the lab harness's two roles.
-fn two_roles<P: Produce, C: Consume>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result<RunData> {
+fn two_roles<P: Produce, C: Consume>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result<Stamps> {
     let n = spec.items;
     let mut send = lab::prefaulted(n);
     let mut recv = lab::prefaulted(n);
@@ -229,43 +213,16 @@ fn two_roles<P: Produce, C: Consume>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result
         }),
     ];
     let (t0, out) = harness::run(spec.freq_hz, spec.stop, roles)?;
-    let [(producer_off_cpu, _), (consumer_off_cpu, bad_seq)] = out[..] else {
+    let [(producer_off_cpu, _), (consumer_off_cpu, bad_items)] = out[..] else {
         unreachable!("the harness returns one result per role")
     };
-    Ok(RunData {
+    Ok(Stamps {
         schedule: Schedule::new(t0, spec.rate_hz, spec.freq_hz),
         send,
         recv,
-        producer_off_cpu,
-        consumer_off_cpu,
-        bad_seq,
+        off_core: producer_off_cpu + consumer_off_cpu,
+        bad_items,
     })
-}
-
-/// The producer's step before each stamp: after a stop request, stop pacing (checked
-/// every 4096 items); otherwise wait until item `i` is due.
-#[inline(always)]
-fn wait_due(i: usize, sched: &mut Schedule, stop: &AtomicU8) {
-    if i & 4095 == 0 && stop.load(Ordering::Relaxed) != 0 {
-        sched.period_ticks = 0.0;
-    }
-    if sched.is_paced() {
-        pacer::wait_until(sched.due(i as u64));
-    }
-}
-
-#[inline(always)]
-fn stamp(cpu: u32) -> (u64, u64) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let (t, aux) = handoff_clock::tsc::rdtscp_ordered();
-        (t, u64::from(handoff_clock::tsc::cpu_of(aux) != cpu))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = cpu;
-        unreachable!("the queue experiment stamps with rdtscp (x86_64 only)")
-    }
 }
 
 /// Non-blocking push / pop, retried by the harness.

@@ -1,0 +1,311 @@
+//! `runner pipeline`'s flags and their validation against this machine.
+
+use super::variants::{self, Variant};
+use super::{Config, Mode};
+use crate::lab::error::{Error, Result};
+use crate::lab::flags;
+use crate::lab::pin;
+use crate::lab::results::check_writable;
+use crate::lab::topology::{format_cpu_list, Topology};
+use clap::Args;
+use std::path::PathBuf;
+
+/// `runner pipeline` options (every default is written here and nowhere else).
+#[derive(Args, Debug, Clone)]
+pub struct PipelineArgs {
+    /// Variants, comma-separated [default: all: malloc,freelist-return-queue,arena-batch-handoff,mimalloc]
+    #[arg(long)]
+    pub variants: Option<String>,
+    /// Cores: producer,consumer,background[,more background] [default: adapted to this machine]
+    #[arg(long)]
+    pub pin: Option<String>,
+    /// Put the producer and the consumer on different L3 groups (the document's cross-CCX side note)
+    #[arg(long)]
+    pub cross_l3: bool,
+    /// Offered order rate of the headline and the sweep, orders per second
+    #[arg(long, default_value = "1e6", allow_hyphen_values = true)]
+    pub rate: String,
+    /// Orders per run
+    #[arg(long, default_value = "1000000", allow_hyphen_values = true)]
+    pub items: String,
+    /// Outer runs of the headline and throughput modes (histograms are merged)
+    #[arg(long, default_value = "5", allow_hyphen_values = true)]
+    pub runs: String,
+    /// Forward ring capacity, orders
+    #[arg(long, default_value = "1024", allow_hyphen_values = true)]
+    pub capacity: String,
+    /// Weight of the consumer's risk check, calibrated on the consumer's core, ns
+    #[arg(long, default_value = "200", allow_hyphen_values = true)]
+    pub work_ns: String,
+    /// Background heap operations per second, per background thread
+    #[arg(long, default_value = "1e6", allow_hyphen_values = true)]
+    pub bg_rate: String,
+    /// Background heap threads (0: none)
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    pub bg_threads: String,
+    /// Output directory for the JSON and SVG files
+    #[arg(long, default_value = "handoff-results")]
+    pub out: PathBuf,
+    /// Run the paced headline (5 x 1M at 1 MHz, background at --bg-rate)
+    #[arg(long)]
+    pub headline: bool,
+    /// Run the background-pressure sweep: no T_bg, then 8 rates from 100 k/s to 10 M/s
+    #[arg(long)]
+    pub sweep: bool,
+    /// Run unpaced (orders per second)
+    #[arg(long)]
+    pub throughput: bool,
+    /// Seconds to spin on the producer's and the consumer's cores, before and after the
+    /// runs, measuring what interrupts them (0: skip)
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    pub noise_seconds: String,
+}
+
+/// Validates `runner pipeline` arguments against the machine. Every error is one line.
+pub fn config(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+    let variants = match &a.variants {
+        Some(s) => variants::parse_variants(s)?,
+        None => Variant::ALL.to_vec(),
+    };
+    let rate_hz = flags::rate("rate", &a.rate, 1e8)?;
+    let items = flags::count_in("items", &a.items, 1, 1 << 28, "order")?;
+    let runs = flags::count_in("runs", &a.runs, 1, 1 << 20, "run")?;
+    let capacity = flags::count_in("capacity", &a.capacity, 1, 1 << 24, "order")?;
+    let work_ns: f64 = flags::num("work-ns", &a.work_ns)?;
+    if !(0.0..=100_000.0).contains(&work_ns) {
+        return Err(Error::Usage(format!(
+            "--work-ns {}: give 0 to 100000 ns",
+            a.work_ns
+        )));
+    }
+    let bg_rate_hz = flags::rate("bg-rate", &a.bg_rate, 1e8)?;
+    let bg_threads = flags::count_in("bg-threads", &a.bg_threads, 0, 64, "thread")?;
+    let noise_seconds = flags::noise_seconds(&a.noise_seconds)?;
+    check_writable(&a.out)?;
+    let mut modes = Vec::new();
+    if a.headline {
+        modes.push(Mode::Headline);
+    }
+    if a.sweep {
+        modes.push(Mode::Sweep);
+    }
+    if a.throughput {
+        modes.push(Mode::Throughput);
+    }
+    if modes.is_empty() {
+        modes = vec![Mode::Headline, Mode::Sweep, Mode::Throughput];
+    }
+    let bg_needed = bg_threads.max(usize::from(modes.contains(&Mode::Sweep)));
+    let (pins, bg_shares_core, note) = placement(a, bg_needed, topo)?;
+    Ok((
+        Config {
+            variants,
+            pins,
+            bg_shares_core,
+            cross_l3: a.cross_l3,
+            rate_hz,
+            items,
+            runs,
+            capacity,
+            work_ns,
+            bg_rate_hz,
+            bg_threads,
+            out: a.out.clone(),
+            modes,
+            noise_seconds,
+        },
+        note,
+    ))
+}
+
+/// The cores: producer, consumer, then one per background thread (cycled from the
+/// background cores given). Returns whether a background thread shares a measured core.
+fn placement(
+    a: &PipelineArgs,
+    bg_threads: usize,
+    topo: &Topology,
+) -> Result<(Vec<usize>, bool, Option<String>)> {
+    let roles = ["producer", "consumer", "background"];
+    if let Some(s) = &a.pin {
+        if a.cross_l3 {
+            return Err(Error::Usage(
+                "--pin and --cross-l3: give one or the other".into(),
+            ));
+        }
+        let pins = pin::parse_pins(s)?;
+        if pins.len() < 3 {
+            return Err(Error::Usage(format!(
+                "--pin {s}: expected producer,consumer,background cores"
+            )));
+        }
+        // The producer and the consumer need cores of their own; background threads
+        // may share (the run says so).
+        pin::validate(&pins[..2], &roles[..2], 2, topo)?;
+        for &b in &pins[2..] {
+            pin::validate(&[b], &["background"], 1, topo)?;
+        }
+        let shares = pins[2..].iter().any(|b| pins[..2].contains(b));
+        let mut cores = pins[..2].to_vec();
+        cores.extend((0..bg_threads).map(|i| pins[2 + i % (pins.len() - 2)]));
+        let note = shares.then(|| {
+            "a background thread shares a measured core (as asked); it works in bursts and sleeps between them".to_string()
+        });
+        return Ok((cores, shares, note));
+    }
+    if a.cross_l3 {
+        let groups: Vec<Vec<usize>> = topo
+            .l3_groups
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .copied()
+                    .filter(|c| topo.allowed.contains(c))
+                    .collect::<Vec<_>>()
+            })
+            .filter(|g| !g.is_empty())
+            .collect();
+        if groups.len() < 2 {
+            return Err(Error::Unsupported(format!(
+                "--cross-l3: not available here: the allowed cores ({}) share one L3 cache",
+                format_cpu_list(&topo.allowed)
+            )));
+        }
+        // The document's side note: producer and background on one L3 group, the
+        // consumer on another.
+        let (pg, cg) = (&groups[0], &groups[1]);
+        let producer = pg[pg.len().min(2) - 1];
+        let consumer = cg[cg.len().min(2) - 1];
+        let spare: Vec<usize> = pg.iter().copied().filter(|&c| c != producer).collect();
+        let shares = spare.is_empty();
+        let bg: Vec<usize> = (0..bg_threads)
+            .map(|i| {
+                if shares {
+                    producer
+                } else {
+                    spare[i % spare.len()]
+                }
+            })
+            .collect();
+        let mut cores = vec![producer, consumer];
+        cores.extend(bg);
+        let note = Some(format!(
+            "--cross-l3: producer on core {producer}, consumer on core {consumer} (another L3 group){}",
+            if shares { "; background threads share the producer's core" } else { "" }
+        ));
+        return Ok((cores, shares, note));
+    }
+    if bg_threads > 0 && topo.allowed.len() >= 3 {
+        let (mut cores, note) = pin::default_pins(3, topo)?;
+        cores.truncate(3);
+        let bg = cores[2];
+        cores.truncate(2);
+        cores.extend(std::iter::repeat_n(bg, bg_threads));
+        return Ok((cores, false, note));
+    }
+    let (mut cores, _) = pin::default_pins(2, topo)?;
+    cores.truncate(2);
+    let producer = cores[0];
+    cores.extend(std::iter::repeat_n(producer, bg_threads));
+    let note = (bg_threads > 0).then(|| {
+        format!(
+            "{} cores: producer on core {}, consumer on core {}, and the background heap \
+             thread shares the producer's core (least harmful: a stall there delays a send, \
+             whose latency clock starts after it; on the consumer's core it would hold up \
+             every queued order). It works in bursts and sleeps between them.",
+            topo.allowed.len(),
+            cores[0],
+            cores[1]
+        )
+    });
+    Ok((cores, bg_threads > 0, note))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::pipeline::Pipeline;
+    use crate::experiments::Experiment;
+    use clap::FromArgMatches;
+
+    fn two() -> Topology {
+        Topology {
+            online: vec![0, 1],
+            allowed: vec![0, 1],
+            l3_groups: vec![vec![0, 1]],
+        }
+    }
+
+    fn sixteen() -> Topology {
+        Topology {
+            online: (0..16).collect(),
+            allowed: (0..16).collect(),
+            l3_groups: vec![(0..8).collect(), (8..16).collect()],
+        }
+    }
+
+    fn config_of(args: &[&str], topo: &Topology) -> Result<(Config, Option<String>)> {
+        let mut argv = vec!["pipeline"];
+        argv.extend_from_slice(args);
+        let m = Pipeline
+            .command()
+            .try_get_matches_from(argv)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        let a = PipelineArgs::from_arg_matches(&m).map_err(|e| Error::Usage(e.to_string()))?;
+        config(&a, topo)
+    }
+
+    #[test]
+    fn defaults_follow_the_document_and_adapt_to_two_cores() {
+        let (c, note) = config_of(&[], &two()).unwrap();
+        assert_eq!(c.variants, Variant::ALL.to_vec());
+        assert_eq!(
+            (c.rate_hz, c.items, c.runs, c.capacity),
+            (1e6, 1_000_000, 5, 1024)
+        );
+        assert_eq!((c.work_ns, c.bg_rate_hz, c.bg_threads), (200.0, 1e6, 1));
+        assert_eq!(c.modes, vec![Mode::Headline, Mode::Sweep, Mode::Throughput]);
+        assert_eq!(c.pins, vec![0, 1, 0]);
+        assert!(c.bg_shares_core);
+        assert!(note.unwrap().contains("shares the producer's core"));
+        let (c, _) = config_of(&["--headline"], &sixteen()).unwrap();
+        assert_eq!(c.modes, vec![Mode::Headline]);
+        assert!(!c.bg_shares_core);
+        assert_eq!(c.pins.len(), 3);
+        assert!(c.pins.iter().all(|&p| p != 0));
+        let (c, note) = config_of(&["--cross-l3"], &sixteen()).unwrap();
+        assert_ne!(
+            sixteen().share_l3(c.pins[0], c.pins[1]),
+            Some(true),
+            "{note:?}"
+        );
+        assert_eq!(sixteen().share_l3(c.pins[0], c.pins[2]), Some(true));
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_one_line() {
+        for (args, needle) in [
+            (&["--pin", "4,5,6"][..], "cores 4 and 5 are not available"),
+            (&["--pin", "0,1"], "expected producer,consumer,background"),
+            (&["--pin", "0,0,1"], "named twice"),
+            (&["--pin", "0,1,7"], "core 7 is not available"),
+            (&["--rate", "0"], "above 0"),
+            (&["--bg-rate", "0"], "above 0"),
+            (&["--items", "0"], "at least 1 order"),
+            (&["--runs", "0"], "at least 1 run"),
+            (&["--work-ns", "-1"], "0 to 100000"),
+            (&["--bg-threads", "65"], "at most 64"),
+            (&["--variants", "tcmalloc"], "unknown variant"),
+            (&["--cross-l3"], "not available here"),
+            (&["--out", "/proc/x"], "--out /proc/x: cannot create files"),
+        ] {
+            let e = config_of(args, &two()).unwrap_err();
+            assert!(
+                matches!(e, Error::Usage(_) | Error::Unsupported(_)),
+                "{args:?}: {e:?}"
+            );
+            let e = e.to_string();
+            assert!(e.contains(needle), "{args:?}: {e}");
+            assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! The pipeline's outputs: the stdout tables, the results JSON (DESIGN.md's field
+//! names) and the SVG charts.
+
+use super::{Cell, Config, Mode, Outcome};
+use crate::lab::chart::{self, Series};
+use crate::lab::error::{Error, Result};
+use crate::lab::fmt::{self, ns as fmt_ns};
+use crate::lab::measure::{self, Measured};
+use crate::lab::results::Outputs;
+use serde_json::{json, Map, Value};
+use std::fmt::Write as _;
+
+fn bg_text(c: &Cell) -> String {
+    match c.bg_rate_hz {
+        None => "no background".into(),
+        Some(r) => format!(
+            "background {} x {} asked, {} achieved",
+            c.bg_threads,
+            fmt::ops(r),
+            c.bg_achieved_hz()
+                .map(fmt::ops)
+                .unwrap_or_else(|| "-".into())
+        ),
+    }
+}
+
+/// The allocation and consumer-service costs of a mode's cells.
+fn costs(cells: &[&Cell]) -> String {
+    let mut s = String::from(
+        "  costs per order (p50 / p99): allocation on the producer; check + free on the consumer\n",
+    );
+    for c in cells {
+        let (a, sv) = (c.alloc_ns.percentiles(), c.service_ns.percentiles());
+        let _ = writeln!(
+            s,
+            "  {:<22} alloc {:>7} / {:>7}   check+free {:>7} / {:>7}{}",
+            c.variant.name(),
+            fmt_ns(a.p50 as f64),
+            fmt_ns(a.p99 as f64),
+            fmt_ns(sv.p50 as f64),
+            fmt_ns(sv.p99 as f64),
+            if c.exhausted > 0 {
+                format!("   pool exhausted {} times (retried)", c.exhausted)
+            } else {
+                String::new()
+            }
+        );
+    }
+    s
+}
+
+/// Every table, in mode order.
+pub fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
+    let mut v = Vec::new();
+    for &mode in &cfg.modes {
+        match mode {
+            Mode::Headline | Mode::Throughput => {
+                let cells: Vec<&Cell> = out.of(mode).collect();
+                let Some(first) = cells.first() else { continue };
+                let title = if mode == Mode::Headline {
+                    format!(
+                        "headline: paced at {}, {} runs x {} orders, {}; latency = create stamp (after allocation) -> dequeue stamp",
+                        fmt::rate(cfg.rate_hz), cfg.runs, cfg.items, bg_text(first)
+                    )
+                } else {
+                    format!(
+                        "throughput: unpaced, {} runs x {} orders, {} (medians of runs)",
+                        cfg.runs,
+                        cfg.items,
+                        bg_text(first)
+                    )
+                };
+                let mut s = measure::table(&title, cells.iter().map(|c| c.row()));
+                s.push_str(&costs(&cells));
+                v.push(s);
+            }
+            Mode::Sweep => v.push(sweep_table(out, cfg)),
+        }
+    }
+    v
+}
+
+fn sweep_table(out: &Outcome, cfg: &Config) -> String {
+    let mut s = format!(
+        "sweep: background pressure at {} offered, {} orders per point; no background, then 8 rates from 100 k/s to 10 M/s\n",
+        fmt::rate(cfg.rate_hz),
+        cfg.items
+    );
+    for &v in &cfg.variants {
+        let _ = writeln!(
+            s,
+            "  {:<22} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
+            v.name(),
+            "background",
+            "achieved",
+            "p50",
+            "p99",
+            "p99.9",
+            "max"
+        );
+        for c in out.sweep_of(v) {
+            let p = c.latency.percentiles();
+            let _ = writeln!(
+                s,
+                "  {:<22} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}{}",
+                "",
+                c.bg_rate_hz.map(fmt::ops).unwrap_or_else(|| "none".into()),
+                c.bg_achieved_hz()
+                    .map(fmt::ops)
+                    .unwrap_or_else(|| "-".into()),
+                fmt_ns(p.p50 as f64),
+                fmt_ns(p.p99 as f64),
+                fmt_ns(p.p999 as f64),
+                fmt_ns(p.max as f64),
+                if c.below_target_runs() > 0 {
+                    "  <95% of offered"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    s
+}
+
+fn cell_json(c: &Cell) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), c.variant.name().into());
+    m.insert("mode".into(), c.mode.name().into());
+    m.extend(c.measured.json());
+    m.insert("alloc_ns".into(), json!(c.alloc_ns.percentiles()));
+    m.insert(
+        "check_and_free_ns".into(),
+        json!(c.service_ns.percentiles()),
+    );
+    m.insert("bg_rate_ops_per_s".into(), json!(c.bg_rate_hz));
+    m.insert("bg_threads".into(), json!(c.bg_threads));
+    m.insert("bg_achieved_ops_per_s".into(), json!(c.bg_achieved_hz()));
+    m.insert("pool_exhausted".into(), json!(c.exhausted));
+    Value::Object(m)
+}
+
+/// The pipeline's own fields of the results JSON (the lab adds the rest).
+pub fn json_fields(out: &Outcome, cfg: &Config) -> Result<Map<String, Value>> {
+    let mut m = Map::new();
+    let mut config =
+        serde_json::to_value(cfg).map_err(|e| Error::Output(format!("results JSON: {e}")))?;
+    if let Value::Object(c) = &mut config {
+        c.insert("risk_check_rounds".into(), json!(out.risk_rounds));
+        c.insert("risk_check_ns".into(), json!(out.check_ns));
+        c.insert(
+            "order_bytes".into(),
+            json!(std::mem::size_of::<super::order::Order>()),
+        );
+    }
+    m.insert("config".into(), config);
+    let variants: Vec<Value> = out
+        .cells
+        .iter()
+        .filter(|c| c.mode != Mode::Sweep)
+        .map(cell_json)
+        .collect();
+    m.insert("variants".into(), variants.into());
+    let sweeps: Vec<Value> = cfg
+        .variants
+        .iter()
+        .filter_map(|&v| {
+            let cells = out.sweep_of(v);
+            (!cells.is_empty()).then(|| {
+                let points: Vec<Value> = cells
+                    .iter()
+                    .map(|c| {
+                        let mut p = c.sweep_point(c.bg_rate_hz);
+                        if let Value::Object(o) = &mut p {
+                            o.insert("bg_achieved_ops_per_s".into(), json!(c.bg_achieved_hz()));
+                        }
+                        p
+                    })
+                    .collect();
+                json!({ "name": "background", "variant": v.name(), "x": "bg_rate_ops_per_s",
+                        "x_null_means": "no background thread", "unit": "ns", "points": points })
+            })
+        })
+        .collect();
+    m.insert("sweeps".into(), sweeps.into());
+    Ok(m)
+}
+
+/// Every chart of the modes that ran.
+pub fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
+    let dir = &cfg.out;
+    let mut files = Outputs::new();
+    let headline: Vec<(&str, &Measured)> = out
+        .of(Mode::Headline)
+        .map(|c| (c.variant.name(), &c.measured))
+        .collect();
+    measure::distribution_charts(
+        dir,
+        "pipeline",
+        &format!("pipeline at {} offered", fmt::rate(cfg.rate_hz)),
+        "create -> dequeue latency (ns)",
+        &headline,
+        &mut files,
+    )?;
+    if out.of(Mode::Sweep).next().is_some() {
+        let panel = |label: &str, pick: fn(&handoff_stats::Percentiles) -> u64| {
+            let mut series = Vec::new();
+            for &v in &cfg.variants {
+                let cells = out.sweep_of(v);
+                let pts: Vec<(f64, f64)> = cells
+                    .iter()
+                    .filter_map(|c| Some((c.bg_rate_hz?, pick(&c.latency.percentiles()) as f64)))
+                    .collect();
+                if pts.is_empty() {
+                    continue;
+                }
+                // The no-background value as a flat reference line across the sweep.
+                if let Some(base) = cells.iter().find(|c| c.bg_rate_hz.is_none()) {
+                    let y = pick(&base.latency.percentiles()) as f64;
+                    let (lo, hi) = (pts[0].0, pts[pts.len() - 1].0);
+                    series.push(Series {
+                        name: format!("{} (no background)", v.name()),
+                        points: vec![(lo, y), (hi, y)],
+                    });
+                }
+                series.push(Series {
+                    name: v.name().into(),
+                    points: pts,
+                });
+            }
+            (format!("{label} vs background pressure"), series)
+        };
+        let svg = chart::loglog_panels(
+            &[
+                panel("p50", |p| p.p50),
+                panel("p99", |p| p.p99),
+                panel("p99.9", |p| p.p999),
+            ],
+            "background heap operations per second",
+            "create -> dequeue latency (ns)",
+        )?;
+        files.add(dir.join("pipeline-sweep.svg"), svg.into_bytes());
+    }
+    let tp: Vec<(String, f64)> = out
+        .of(Mode::Throughput)
+        .filter_map(|c| Some((c.variant.name().to_string(), c.throughput()? / 1e6)))
+        .collect();
+    if !tp.is_empty() {
+        let svg = chart::bars(
+            "pipeline: unpaced orders per second (median of runs)",
+            "M orders/s",
+            &tp,
+        )?;
+        files.add(dir.join("pipeline-throughput.svg"), svg.into_bytes());
+    }
+    Ok(files)
+}

@@ -1,0 +1,584 @@
+//! The four allocation strategies and one timed run of any of them: producer ->
+//! `handoff_spsc` ring (capacity 1024) -> consumer (risk check, then free), with the
+//! background heap thread(s) churning beside them.
+//!
+//! `malloc` and `mimalloc` run the same `Box` code; the process's global allocator
+//! differs. `mimalloc` therefore runs in a child process: the runner re-executes
+//! itself with `HANDOFF_ALLOCATOR=mimalloc` (see `main.rs`), the child runs the same
+//! roles and sends the raw stamps back, and this process reduces them like any other.
+
+use super::background::{self, BgReport};
+use super::order::{Order, Risk};
+use crate::lab;
+use crate::lab::error::{Error, Result};
+use crate::lab::harness::{self, stamp, wait_due, Role, Start};
+use crate::lab::measure::Stamps;
+use crate::lab::pacer::Schedule;
+use handoff_pool::{arena, return_queue, ArenaBox, PoolBox};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::ops::DerefMut;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+/// An allocation strategy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Variant {
+    /// `Box<Order>` on the producer, dropped on the consumer, system allocator (glibc).
+    Malloc,
+    /// `handoff_pool::return_queue`: a local freelist refilled from a return ring.
+    FreelistReturnQueue,
+    /// `handoff_pool::arena`: four rotating bump arenas with drain counters.
+    ArenaBatchHandoff,
+    /// `Box<Order>` as `malloc`, with mimalloc as the process's allocator.
+    Mimalloc,
+}
+
+impl Variant {
+    /// Every variant, in report order.
+    pub const ALL: [Variant; 4] = [
+        Variant::Malloc,
+        Variant::FreelistReturnQueue,
+        Variant::ArenaBatchHandoff,
+        Variant::Mimalloc,
+    ];
+
+    /// The name on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Malloc => "malloc",
+            Variant::FreelistReturnQueue => "freelist-return-queue",
+            Variant::ArenaBatchHandoff => "arena-batch-handoff",
+            Variant::Mimalloc => "mimalloc",
+        }
+    }
+
+    /// Looks a variant up by name.
+    pub fn from_name(s: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == s)
+    }
+}
+
+/// Parses `--variants` (comma-separated names, each once).
+pub fn parse_variants(s: &str) -> Result<Vec<Variant>> {
+    let mut out = Vec::new();
+    for name in s.split(',').map(str::trim) {
+        let v = Variant::from_name(name).ok_or_else(|| {
+            let known: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+            Error::Usage(format!(
+                "--variants: unknown variant {name:?} (known: {})",
+                known.join(", ")
+            ))
+        })?;
+        if out.contains(&v) {
+            return Err(Error::Usage(format!("--variants: {name} is named twice")));
+        }
+        out.push(v);
+    }
+    Ok(out)
+}
+
+/// What one run needs (also sent to the mimalloc child, as JSON).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunSpec {
+    /// Orders to send.
+    pub items: usize,
+    /// Forward ring capacity.
+    pub capacity: usize,
+    /// Offered rate; `None` is unpaced.
+    pub rate_hz: Option<f64>,
+    /// TSC frequency.
+    pub freq_hz: f64,
+    /// Producer, consumer and background cores (one per background thread).
+    pub producer_cpu: usize,
+    /// Consumer core.
+    pub consumer_cpu: usize,
+    /// Background cores, one per background thread (empty: no T_bg).
+    pub bg_cpus: Vec<usize>,
+    /// Background operations per second, per thread.
+    pub bg_rate_hz: f64,
+    /// The background threads share a core with the producer or the consumer (they
+    /// then work in bursts and sleep between them).
+    pub bg_shares_core: bool,
+    /// Extra passes of the risk check (calibrated).
+    pub risk_rounds: u32,
+    /// The velocity window of the risk check, in TSC ticks.
+    pub window_ticks: u64,
+}
+
+/// The raw result of one run.
+#[derive(Debug)]
+pub struct RunRaw {
+    /// Create stamps (after allocation) and dequeue stamps, reduced by `lab::measure`.
+    pub stamps: Stamps,
+    /// Stamps just before each allocation.
+    pub before_alloc: Vec<u64>,
+    /// Stamps after each order was checked and freed.
+    pub done: Vec<u64>,
+    /// Each background thread's work.
+    pub bg: Vec<BgReport>,
+    /// Allocations the pool refused (retried until a slot came back).
+    pub exhausted: u64,
+}
+
+/// Runs `spec.items` orders through `variant` once.
+pub fn run_once(variant: Variant, spec: &RunSpec, stop: &AtomicU8) -> Result<RunRaw> {
+    match variant {
+        Variant::Malloc => roles(spec, stop, BoxAlloc, BoxFree),
+        Variant::FreelistReturnQueue => {
+            let (a, r) = return_queue::new::<Order>(return_queue::Config::default())
+                .map_err(|e| Error::Run(format!("return-queue pool: {e}")))?;
+            roles(spec, stop, a, r)
+        }
+        Variant::ArenaBatchHandoff => {
+            let (a, r) = arena::new::<Order>(arena::Config::default())
+                .map_err(|e| Error::Run(format!("arena: {e}")))?;
+            roles(spec, stop, a, r)
+        }
+        Variant::Mimalloc => in_child(spec, stop),
+    }
+}
+
+/// The producer side of a strategy.
+trait Alloc: Send {
+    type Obj: DerefMut<Target = Order> + Send;
+    /// The object, or the order back when the pool is exhausted.
+    fn alloc(&mut self, o: Order) -> std::result::Result<Self::Obj, Order>;
+    /// Pool misses so far.
+    fn exhausted(&self) -> u64 {
+        0
+    }
+}
+
+/// The consumer side of a strategy.
+trait Free: Send {
+    type Obj;
+    fn free(&mut self, o: Self::Obj);
+    /// Called while the consumer waits for the next order.
+    fn idle(&mut self) {}
+}
+
+struct BoxAlloc;
+struct BoxFree;
+
+impl Alloc for BoxAlloc {
+    type Obj = Box<Order>;
+    #[inline(always)]
+    fn alloc(&mut self, o: Order) -> std::result::Result<Box<Order>, Order> {
+        Ok(Box::new(o))
+    }
+}
+
+impl Free for BoxFree {
+    type Obj = Box<Order>;
+    #[inline(always)]
+    fn free(&mut self, o: Box<Order>) {
+        drop(o);
+    }
+}
+
+impl Alloc for return_queue::Allocator<Order> {
+    type Obj = PoolBox<Order>;
+    #[inline(always)]
+    fn alloc(&mut self, o: Order) -> std::result::Result<PoolBox<Order>, Order> {
+        self.try_alloc(o).map_err(|e| e.into_inner())
+    }
+    fn exhausted(&self) -> u64 {
+        self.stats().exhausted
+    }
+}
+
+impl Free for return_queue::Releaser<Order> {
+    type Obj = PoolBox<Order>;
+    #[inline(always)]
+    fn free(&mut self, o: PoolBox<Order>) {
+        if self.release(o).is_err() {
+            unreachable!("one pool per run");
+        }
+    }
+    fn idle(&mut self) {
+        self.flush();
+    }
+}
+
+impl Alloc for arena::Allocator<Order> {
+    type Obj = ArenaBox<Order>;
+    #[inline(always)]
+    fn alloc(&mut self, o: Order) -> std::result::Result<ArenaBox<Order>, Order> {
+        let mut b = self.try_alloc(o).map_err(|e| e.into_inner())?;
+        b.arena_idx = b.arena() as u8;
+        Ok(b)
+    }
+    fn exhausted(&self) -> u64 {
+        self.stats().exhausted
+    }
+}
+
+impl Free for arena::Releaser<Order> {
+    type Obj = ArenaBox<Order>;
+    #[inline(always)]
+    fn free(&mut self, o: ArenaBox<Order>) {
+        if self.release(o).is_err() {
+            unreachable!("one arena set per run");
+        }
+    }
+}
+
+enum Out {
+    Producer { off: u64, exhausted: u64 },
+    Consumer { off: u64, bad: u64 },
+    Bg(BgReport),
+}
+
+/// The producer, the consumer and the background threads as the harness's roles.
+fn roles<A: Alloc, F: Free<Obj = A::Obj>>(
+    spec: &RunSpec,
+    stop: &AtomicU8,
+    mut alloc: A,
+    mut free: F,
+) -> Result<RunRaw> {
+    let n = spec.items;
+    let (mut send, mut recv) = (lab::prefaulted(n), lab::prefaulted(n));
+    let (mut before, mut done) = (lab::prefaulted(n), lab::prefaulted(n));
+    let (mut tx, mut rx) = handoff_spsc::try_channel::<A::Obj>(spec.capacity)
+        .map_err(|e| Error::Run(format!("forward ring: {e}")))?;
+    let finished = AtomicBool::new(false);
+    // The background heaps are filled before the origin, on this thread; each is then
+    // moved to its role.
+    let heaps: Vec<_> = (0..spec.bg_cpus.len())
+        .map(|i| background::prefill(0x9E37 + i as u64))
+        .collect();
+    let rate = spec.rate_hz;
+    let window = spec.window_ticks;
+    let rounds = spec.risk_rounds;
+    let mut list: Vec<Role<'_, Out>> = Vec::new();
+    let (send_ref, before_ref) = (&mut send, &mut before);
+    list.push(Role::new(spec.producer_cpu, move |s: Start<'_>| {
+        let cpu = s.cpu as u32;
+        let mut sched = s.schedule(rate);
+        let mut off = 0;
+        for (i, (slot, pre)) in send_ref.iter_mut().zip(before_ref.iter_mut()).enumerate() {
+            wait_due(i, &mut sched, s.stop);
+            let (t_pre, o1) = stamp(cpu);
+            let mut order = Order::new(i as u64);
+            let mut obj = loop {
+                match alloc.alloc(order) {
+                    Ok(obj) => break obj,
+                    Err(back) => order = back,
+                }
+            };
+            let (t, o2) = stamp(cpu);
+            obj.ts_create_tsc = t;
+            *pre = t_pre;
+            *slot = t;
+            off += o1 + o2;
+            while let Err(full) = tx.try_push(obj) {
+                obj = full.into_inner();
+            }
+        }
+        Out::Producer {
+            off,
+            exhausted: alloc.exhausted(),
+        }
+    }));
+    let (recv_ref, done_ref, finished_ref) = (&mut recv, &mut done, &finished);
+    list.push(Role::new(spec.consumer_cpu, move |s: Start<'_>| {
+        let cpu = s.cpu as u32;
+        let mut risk = Risk::new(rounds);
+        let (mut off, mut bad) = (0, 0);
+        for (k, (slot, fin)) in recv_ref.iter_mut().zip(done_ref.iter_mut()).enumerate() {
+            let mut obj = loop {
+                if let Some(o) = rx.try_pop() {
+                    break o;
+                }
+                free.idle();
+            };
+            let (t, o1) = stamp(cpu);
+            if !obj.is(k as u64) {
+                bad += 1;
+            }
+            risk.check(&mut obj, window);
+            free.free(obj);
+            let (t_done, o2) = stamp(cpu);
+            *slot = t;
+            *fin = t_done;
+            off += o1 + o2;
+        }
+        finished_ref.store(true, Ordering::Relaxed);
+        std::hint::black_box(risk.rejects);
+        Out::Consumer { off, bad }
+    }));
+    for (i, (heap, &cpu)) in heaps.into_iter().zip(&spec.bg_cpus).enumerate() {
+        let (bg_rate, shared) = (spec.bg_rate_hz, spec.bg_shares_core);
+        list.push(Role::new(cpu, move |s: Start<'_>| {
+            Out::Bg(background::churn(
+                s,
+                heap,
+                bg_rate,
+                0xB6 + i as u64,
+                finished_ref,
+                shared,
+            ))
+        }));
+    }
+    let (t0, outs) = harness::run(spec.freq_hz, stop, list)?;
+    let (mut off_core, mut bad_items, mut exhausted, mut bg) = (0, 0, 0, Vec::new());
+    for o in outs {
+        match o {
+            Out::Producer { off, exhausted: e } => {
+                off_core += off;
+                exhausted = e;
+            }
+            Out::Consumer { off, bad } => {
+                off_core += off;
+                bad_items = bad;
+            }
+            Out::Bg(r) => bg.push(r),
+        }
+    }
+    Ok(RunRaw {
+        stamps: Stamps {
+            schedule: Schedule::new(t0, spec.rate_hz, spec.freq_hz),
+            send,
+            recv,
+            off_core,
+            bad_items,
+        },
+        before_alloc: before,
+        done,
+        bg,
+        exhausted,
+    })
+}
+
+/// The environment variable that makes the runner's process allocator mimalloc.
+pub const ALLOCATOR_ENV: &str = "HANDOFF_ALLOCATOR";
+/// The hidden first argument that makes the runner a pipeline child.
+pub const CHILD_ARG: &str = "__pipeline-child";
+
+/// Runs the `Box` strategy in a child process whose allocator is mimalloc.
+fn in_child(spec: &RunSpec, stop: &AtomicU8) -> Result<RunRaw> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::Run(format!("mimalloc: cannot find the runner binary: {e}")))?;
+    let mut child = std::process::Command::new(exe)
+        .arg(CHILD_ARG)
+        .env(ALLOCATOR_ENV, "mimalloc")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::Run(format!("mimalloc: cannot start the child process: {e}")))?;
+    let json = serde_json::to_vec(spec).map_err(|e| Error::Run(format!("mimalloc: {e}")))?;
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(&json)
+        .map_err(|e| Error::Run(format!("mimalloc: writing to the child: {e}")))?;
+    let mut bytes = Vec::new();
+    child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::Run(format!("mimalloc: reading from the child: {e}")))?;
+    let mut err = String::new();
+    let _ = child.stderr.take().expect("piped").read_to_string(&mut err);
+    let status = child
+        .wait()
+        .map_err(|e| Error::Run(format!("mimalloc: {e}")))?;
+    if stop.load(Ordering::Relaxed) != 0 {
+        return Err(Error::Interrupted);
+    }
+    if !status.success() {
+        return Err(Error::Run(format!(
+            "mimalloc child process failed ({status}): {}",
+            err.trim()
+        )));
+    }
+    decode(&bytes, spec)
+}
+
+/// The child's side: reads a [`RunSpec`] on stdin, runs the `Box` strategy with this
+/// process's allocator, writes the raw stamps to stdout. Returns the exit status.
+pub fn child_main() -> i32 {
+    let mut input = Vec::new();
+    if let Err(e) = std::io::stdin().read_to_end(&mut input) {
+        eprintln!("reading the run spec: {e}");
+        return 1;
+    }
+    let spec: RunSpec = match serde_json::from_slice(&input) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("bad run spec: {e}");
+            return 1;
+        }
+    };
+    static NEVER: AtomicU8 = AtomicU8::new(0);
+    match roles(&spec, &NEVER, BoxAlloc, BoxFree) {
+        Ok(raw) => {
+            let bytes = encode(&raw);
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = out.write_all(&bytes).and_then(|()| out.flush()) {
+                eprintln!("writing the stamps: {e}");
+                return 1;
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
+}
+
+/// Header words, then the four stamp arrays, then one (ops, seconds bits) pair per
+/// background thread; all little-endian `u64`.
+fn encode(raw: &RunRaw) -> Vec<u8> {
+    let mut words: Vec<u64> = vec![
+        raw.stamps.schedule.t0,
+        raw.stamps.off_core,
+        raw.stamps.bad_items,
+        raw.exhausted,
+        raw.bg.len() as u64,
+    ];
+    for a in [
+        &raw.stamps.send,
+        &raw.stamps.recv,
+        &raw.before_alloc,
+        &raw.done,
+    ] {
+        words.extend_from_slice(a);
+    }
+    for b in &raw.bg {
+        words.push(b.ops);
+        words.push(b.seconds.to_bits());
+    }
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+fn decode(bytes: &[u8], spec: &RunSpec) -> Result<RunRaw> {
+    let bad = || Error::Run("mimalloc: the child's stamps are truncated".into());
+    if !bytes.len().is_multiple_of(8) {
+        return Err(bad());
+    }
+    let words: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect();
+    let n = spec.items;
+    let head = 5;
+    if words.len() < head {
+        return Err(bad());
+    }
+    let bgs = words[4] as usize;
+    if words.len() != head + 4 * n + 2 * bgs {
+        return Err(bad());
+    }
+    let arr = |i: usize| words[head + i * n..head + (i + 1) * n].to_vec();
+    let bg = (0..bgs)
+        .map(|i| {
+            let at = head + 4 * n + 2 * i;
+            BgReport {
+                ops: words[at],
+                seconds: f64::from_bits(words[at + 1]),
+            }
+        })
+        .collect();
+    Ok(RunRaw {
+        stamps: Stamps {
+            schedule: Schedule::new(words[0], spec.rate_hz, spec.freq_hz),
+            send: arr(0),
+            recv: arr(1),
+            off_core: words[1],
+            bad_items: words[2],
+        },
+        before_alloc: arr(2),
+        done: arr(3),
+        bg,
+        exhausted: words[3],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_child_protocol_round_trips() {
+        let spec = RunSpec {
+            items: 3,
+            capacity: 8,
+            rate_hz: Some(1e6),
+            freq_hz: 2e9,
+            producer_cpu: 0,
+            consumer_cpu: 1,
+            bg_cpus: vec![0],
+            bg_rate_hz: 1e6,
+            bg_shares_core: true,
+            risk_rounds: 0,
+            window_ticks: 1,
+        };
+        let raw = RunRaw {
+            stamps: Stamps {
+                schedule: Schedule::new(77, spec.rate_hz, spec.freq_hz),
+                send: vec![1, 2, 3],
+                recv: vec![4, 5, 6],
+                off_core: 1,
+                bad_items: 0,
+            },
+            before_alloc: vec![0, 1, 2],
+            done: vec![7, 8, 9],
+            bg: vec![BgReport {
+                ops: 10,
+                seconds: 0.5,
+            }],
+            exhausted: 2,
+        };
+        let truncated = decode(&encode(&raw)[..20], &spec);
+        assert!(truncated.is_err());
+        let back = decode(&encode(&raw), &spec).unwrap();
+        assert_eq!(back.stamps.schedule.t0, 77);
+        assert_eq!(
+            (back.stamps.send, back.stamps.recv),
+            (raw.stamps.send, raw.stamps.recv)
+        );
+        assert_eq!((back.before_alloc, back.done), (raw.before_alloc, raw.done));
+        assert_eq!(
+            (back.bg[0].ops, back.bg[0].seconds, back.exhausted),
+            (10, 0.5, 2)
+        );
+    }
+
+    #[test]
+    fn every_in_process_variant_delivers_every_order() {
+        let cpus = crate::lab::topology::Topology::read().allowed;
+        let spec = RunSpec {
+            items: 20_000,
+            capacity: 64,
+            rate_hz: None,
+            freq_hz: handoff_clock::Clock::quick().calibration().freq_hz,
+            producer_cpu: cpus[0],
+            consumer_cpu: cpus[cpus.len() - 1],
+            bg_cpus: vec![cpus[0]],
+            bg_rate_hz: 1e5,
+            bg_shares_core: true,
+            risk_rounds: 0,
+            window_ticks: 1000,
+        };
+        let stop = AtomicU8::new(0);
+        for v in [
+            Variant::Malloc,
+            Variant::FreelistReturnQueue,
+            Variant::ArenaBatchHandoff,
+        ] {
+            let raw = run_once(v, &spec, &stop).unwrap();
+            assert_eq!(raw.stamps.bad_items, 0, "{v:?}");
+            assert!(raw.stamps.recv.iter().all(|&r| r > 0), "{v:?}");
+            assert!(
+                raw.done.iter().zip(&raw.stamps.recv).all(|(d, r)| d >= r),
+                "{v:?}"
+            );
+            assert_eq!(raw.bg.len(), 1);
+        }
+    }
+}

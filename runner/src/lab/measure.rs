@@ -1,0 +1,395 @@
+//! What a paced producer -> consumer run measured, in one shape for every experiment:
+//! the stamps one run leaves ([`Stamps`]), their reduction to numbers
+//! ([`RunSummary`]), the merge of N outer runs ([`Measured`]), and the table rows, JSON
+//! fields and CCDF/PDF charts drawn from it.
+
+use super::chart::{self, Series};
+use super::error::{Error, Result};
+use super::fmt;
+use super::pacer::{self, below_target, Schedule};
+use super::results::Outputs;
+use handoff_clock::Clock;
+use handoff_stats::Latency;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The stamps of one run, as the roles left them.
+#[derive(Debug)]
+pub struct Stamps {
+    /// The schedule the producer followed.
+    pub schedule: Schedule,
+    /// Send stamps by index.
+    pub send: Vec<u64>,
+    /// Receive stamps by sequence number.
+    pub recv: Vec<u64>,
+    /// Stamps taken off the pinned cores (producer + consumer).
+    pub off_core: u64,
+    /// Items received out of order, out of range or corrupted.
+    pub bad_items: u64,
+}
+
+/// One run reduced to numbers.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunSummary {
+    /// Achieved send rate (items/s).
+    pub achieved_rate_hz: Option<f64>,
+    /// Items over first send to last receive (items/s).
+    pub throughput_items_per_s: f64,
+    /// The run fell below 95% of the offered rate.
+    pub below_target: bool,
+    /// Stamps taken off the pinned cores (producer + consumer).
+    pub off_core_stamps: u64,
+    /// Items out of order or corrupted (must be 0).
+    pub bad_items: u64,
+    /// Receive stamps earlier than their send stamps (excluded; must be 0 with an
+    /// invariant TSC).
+    pub negative_latencies: u64,
+    /// Median latency of this run (ns).
+    pub p50_ns: u64,
+    /// 99th percentile of this run (ns).
+    pub p99_ns: u64,
+    /// 99.9th percentile of this run (ns).
+    #[serde(rename = "p99.9_ns")]
+    pub p999_ns: u64,
+    /// Times the consumer took at least [`STALL_NS`] to take an item from the moment
+    /// the item was sent and the consumer was done with the previous one. A spinning
+    /// consumer only does that when its thread is not running (a hypervisor pause, an
+    /// interrupt); for blocking variants it also counts condvar wake-ups.
+    pub consumer_stalls: u64,
+    /// Total length of those stalls (ns).
+    pub consumer_stall_ns: u64,
+    /// Items whose latency was at least [`STALL_NS`].
+    pub items_over_stall_ns: u64,
+}
+
+/// The gap that counts as a consumer stall (10 us: about 80 lock-free handoffs).
+pub const STALL_NS: u64 = 10_000;
+
+/// The median of the finite values, `None` if there are none.
+///
+/// ```
+/// use runner::lab::measure::median;
+/// assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+/// assert_eq!(median(vec![4.0, 1.0, f64::NAN, 2.0, 3.0]), Some(2.5));
+/// assert_eq!(median(vec![]), None);
+/// ```
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// N outer runs of one contender at one offered load, merged.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// Offered rate (`None`: unpaced).
+    pub offered_hz: Option<f64>,
+    /// Items per run.
+    pub items: usize,
+    /// Send stamp to receive stamp, ns, merged over runs.
+    pub latency: Latency,
+    /// Intended (scheduled) send time to receive stamp, ns, merged: the
+    /// coordinated-omission-aware reading. Empty when unpaced.
+    pub latency_from_intended: Latency,
+    /// Per-run numbers.
+    pub runs: Vec<RunSummary>,
+}
+
+impl Measured {
+    /// Nothing measured yet.
+    pub fn new(offered_hz: Option<f64>, items: usize) -> Measured {
+        Measured {
+            offered_hz,
+            items,
+            latency: Latency::new(),
+            latency_from_intended: Latency::new(),
+            runs: Vec::new(),
+        }
+    }
+
+    /// Median achieved send rate over the runs.
+    pub fn achieved_hz(&self) -> Option<f64> {
+        median(
+            self.runs
+                .iter()
+                .filter_map(|r| r.achieved_rate_hz)
+                .collect(),
+        )
+    }
+
+    /// Median end-to-end throughput over the runs.
+    pub fn throughput(&self) -> Option<f64> {
+        median(self.runs.iter().map(|r| r.throughput_items_per_s).collect())
+    }
+
+    /// Mean queue depth by Little's law: achieved rate x mean latency.
+    pub fn mean_depth(&self) -> Option<f64> {
+        let rate = self.achieved_hz()?;
+        (self.latency.count() > 0).then(|| rate * self.latency.mean() * 1e-9)
+    }
+
+    /// Runs below 95% of the offered rate.
+    pub fn below_target_runs(&self) -> usize {
+        self.runs.iter().filter(|r| r.below_target).count()
+    }
+
+    /// Consumer stalls (count, total ns) and items at or over [`STALL_NS`], all runs.
+    pub fn stalls(&self) -> (u64, u64, u64) {
+        self.runs.iter().fold((0, 0, 0), |a, r| {
+            (
+                a.0 + r.consumer_stalls,
+                a.1 + r.consumer_stall_ns,
+                a.2 + r.items_over_stall_ns,
+            )
+        })
+    }
+
+    /// Stamps taken off the pinned cores, all runs.
+    pub fn off_core_stamps(&self) -> u64 {
+        self.runs.iter().map(|r| r.off_core_stamps).sum()
+    }
+
+    /// Adds one run. Items out of order or corrupted are an error (`who` names the
+    /// contender), after the run has been recorded.
+    pub fn add(&mut self, data: &Stamps, clock: &Clock, who: &str) -> Result<()> {
+        let freq = clock.calibration().freq_hz;
+        let mut lat = Latency::new();
+        let mut negative = 0;
+        let mut over = 0u64;
+        let paced = data.schedule.is_paced();
+        for (i, (&s, &r)) in data.send.iter().zip(&data.recv).enumerate() {
+            if r < s {
+                negative += 1;
+                continue;
+            }
+            let ns = clock.ticks_to_ns(r - s);
+            over += u64::from(ns >= STALL_NS);
+            lat.record(ns);
+            if paced {
+                let due = data.schedule.due(i as u64);
+                self.latency_from_intended
+                    .record(clock.ticks_to_ns(r.saturating_sub(due)));
+            }
+        }
+        let stall_ticks = clock.ns_to_ticks(STALL_NS);
+        let (mut stalls, mut stall_ticks_sum) = (0u64, 0u64);
+        for k in 1..data.recv.len() {
+            // From the moment item k was both sent and the consumer free of item k-1
+            // until the consumer stamped it.
+            let ready = data.send[k].max(data.recv[k - 1]);
+            let gap = data.recv[k].saturating_sub(ready);
+            if gap >= stall_ticks {
+                stalls += 1;
+                stall_ticks_sum += gap;
+            }
+        }
+        let achieved = pacer::achieved_rate(&data.send, freq);
+        let first = data.send.first().copied().unwrap_or(0);
+        let last = data.recv.iter().copied().max().unwrap_or(0);
+        let throughput = if last > first {
+            data.send.len() as f64 * freq / (last - first) as f64
+        } else {
+            0.0
+        };
+        let below = match (self.offered_hz, achieved) {
+            (Some(o), Some(a)) => below_target(a, o),
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        self.runs.push(RunSummary {
+            achieved_rate_hz: achieved,
+            throughput_items_per_s: throughput,
+            below_target: below,
+            off_core_stamps: data.off_core,
+            bad_items: data.bad_items,
+            negative_latencies: negative,
+            p50_ns: lat.value_at_quantile(0.5),
+            p99_ns: lat.value_at_quantile(0.99),
+            p999_ns: lat.value_at_quantile(0.999),
+            consumer_stalls: stalls,
+            consumer_stall_ns: clock.ticks_to_ns(stall_ticks_sum),
+            items_over_stall_ns: over,
+        });
+        self.latency
+            .merge(&lat)
+            .map_err(|e| Error::Run(format!("merging runs: {e}")))?;
+        if data.bad_items > 0 {
+            return Err(Error::Run(format!(
+                "{who}: {} items arrived out of order or corrupted",
+                data.bad_items
+            )));
+        }
+        Ok(())
+    }
+
+    /// What a reader should know about these runs: rate shortfalls, stamps off core,
+    /// consumer stalls, dropped negative latencies ("" when nothing).
+    pub fn notes(&self) -> String {
+        let mut n = Vec::new();
+        if self.below_target_runs() > 0 {
+            n.push(format!(
+                "{}/{} runs <95% of offered",
+                self.below_target_runs(),
+                self.runs.len()
+            ));
+        }
+        if self.off_core_stamps() > 0 {
+            n.push(format!("{} stamps off core", self.off_core_stamps()));
+        }
+        let (stalls, stall_ns, over) = self.stalls();
+        if stalls > 0 {
+            n.push(format!(
+                "{stalls} consumer stalls ({}), {:.2}% of items >=10 us",
+                fmt::ns(stall_ns as f64),
+                100.0 * over as f64 / self.latency.count().max(1) as f64
+            ));
+        }
+        let neg: u64 = self.runs.iter().map(|r| r.negative_latencies).sum();
+        if neg > 0 {
+            n.push(format!("{neg} negative latencies dropped"));
+        }
+        n.join("; ")
+    }
+
+    /// DESIGN.md's per-variant result fields (the caller adds `name` and its own).
+    pub fn json(&self) -> Map<String, Value> {
+        let v = json!({
+            "latency_ns": self.latency.percentiles(),
+            "latency_ns_doc_convention": self.latency.doc_percentiles(),
+            "latency_from_intended_ns": (self.latency_from_intended.count() > 0)
+                .then(|| self.latency_from_intended.percentiles()),
+            "offered_rate_hz": self.offered_hz,
+            "achieved_rate_hz": self.achieved_hz(),
+            "throughput_items_per_s": self.throughput(),
+            "mean_queue_depth": self.mean_depth(),
+            "samples": self.latency.count(),
+            "runs": self.runs.len(),
+            "items_per_run": self.items,
+            "below_target_runs": self.below_target_runs(),
+            "off_core_stamps": self.off_core_stamps(),
+            "per_run": self.runs,
+            "histogram": self.latency,
+        });
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!("json! of an object literal"),
+        }
+    }
+
+    /// One sweep point's fields: `x` and the percentiles.
+    pub fn sweep_point(&self, x: Option<f64>) -> Value {
+        let p = self.latency.percentiles();
+        json!({
+            "x": x, "p50": p.p50, "p90": p.p90, "p99": p.p99,
+            "p99.9": p.p999, "max": p.max, "mean": p.mean,
+            "achieved_rate_hz": self.achieved_hz(),
+            "mean_queue_depth": self.mean_depth(),
+            "below_target_runs": self.below_target_runs(),
+            "samples": self.latency.count(),
+            "latency_ns_doc_convention": self.latency.doc_percentiles(),
+        })
+    }
+}
+
+/// A row of a results table: a contender's name and its runs, or why it did not run.
+pub type Row<'a> = (&'a str, std::result::Result<&'a Measured, &'a str>);
+
+/// A table of contenders at one offered load: p50, p99, p99.9, max, achieved rate,
+/// throughput, mean depth and notes.
+pub fn table<'a>(title: &str, rows: impl IntoIterator<Item = Row<'a>>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{title}");
+    let _ = writeln!(
+        s,
+        "  {:<22} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11} {:>8}  notes",
+        "variant", "p50", "p99", "p99.9", "max", "achieved", "throughput", "depth"
+    );
+    for (name, m) in rows {
+        let m = match m {
+            Ok(m) => m,
+            Err(why) => {
+                let _ = writeln!(s, "  {name:<22} {why}");
+                continue;
+            }
+        };
+        let p = m.latency.percentiles();
+        let _ = writeln!(
+            s,
+            "  {:<22} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11} {:>8}  {}",
+            name,
+            fmt::ns(p.p50 as f64),
+            fmt::ns(p.p99 as f64),
+            fmt::ns(p.p999 as f64),
+            fmt::ns(p.max as f64),
+            fmt::mps(m.achieved_hz()),
+            fmt::mps(m.throughput()),
+            m.mean_depth()
+                .map(|d| format!("{d:.2}"))
+                .unwrap_or_else(|| "-".into()),
+            m.notes()
+        );
+    }
+    s
+}
+
+/// The latency CCDF (log-log) and PDF (log-x) charts of the contenders, written as
+/// `<prefix>-ccdf.svg` and `<prefix>-pdf.svg` in `dir`. `what` names the latency on the
+/// x axis; `title` starts both titles.
+pub fn distribution_charts(
+    dir: &Path,
+    prefix: &str,
+    title: &str,
+    what: &str,
+    contenders: &[(&str, &Measured)],
+    files: &mut Outputs,
+) -> Result<()> {
+    if contenders.is_empty() {
+        return Ok(());
+    }
+    let series = |points: &dyn Fn(&Latency) -> Vec<(f64, f64)>| -> Vec<Series> {
+        contenders
+            .iter()
+            .map(|(name, m)| Series {
+                name: (*name).into(),
+                points: points(&m.latency),
+            })
+            .collect()
+    };
+    let ccdf = series(&|l| {
+        l.ccdf()
+            .iter()
+            .map(|p| (p.value as f64, p.fraction))
+            .collect()
+    });
+    let svg = chart::loglog(
+        &format!("{title}: latency CCDF (fraction of items at or above)"),
+        what,
+        "fraction >= x",
+        &ccdf,
+    )?;
+    files.add(dir.join(format!("{prefix}-ccdf.svg")), svg.into_bytes());
+    let pdf = series(&|l| {
+        l.pdf()
+            .iter()
+            .map(|b| ((b.lower + b.upper) as f64 / 2.0, b.fraction))
+            .collect()
+    });
+    let svg = chart::logx(
+        &format!("{title}: latency PDF (log2/16 buckets)"),
+        what,
+        "fraction of items in bucket",
+        &pdf,
+    )?;
+    files.add(dir.join(format!("{prefix}-pdf.svg")), svg.into_bytes());
+    Ok(())
+}
