@@ -62,7 +62,7 @@ use crate::{ConfigError, Exhausted, Foreign};
 ///
 /// ```
 /// let c = handoff_pool::return_queue::Config::default();
-/// assert_eq!((c.slots, c.return_depth, c.batch), (4096, 1024, 32));
+/// assert_eq!((c.slots, c.return_depth, c.batch, c.release_batch), (4096, 1024, 32, 32));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -73,6 +73,10 @@ pub struct Config {
     pub return_depth: usize,
     /// Most slots taken from the return ring per drain.
     pub batch: usize,
+    /// Released slots the releaser collects before it sends them back in one push
+    /// (one index store for the lot). Until then they wait on the releasing side;
+    /// [`Releaser::flush`] sends them at once. 1 sends every slot as it is released.
+    pub release_batch: usize,
 }
 
 impl Default for Config {
@@ -81,6 +85,7 @@ impl Default for Config {
             slots: 4096,
             return_depth: 1024,
             batch: 32,
+            release_batch: 32,
         }
     }
 }
@@ -117,6 +122,9 @@ pub fn new<T>(config: Config) -> Result<(Allocator<T>, Releaser<T>), ConfigError
     if config.batch == 0 {
         return Err(ConfigError::Zero("batch"));
     }
+    if config.release_batch == 0 {
+        return Err(ConfigError::Zero("release_batch"));
+    }
     if config.return_depth == 0 {
         return Err(ConfigError::Zero("return_depth"));
     }
@@ -143,6 +151,7 @@ pub fn new<T>(config: Config) -> Result<(Allocator<T>, Releaser<T>), ConfigError
             shared,
             returns: ring_tx,
             waiting: Vec::with_capacity(config.slots),
+            release_batch: config.release_batch,
             stats: ReleaserStats::default(),
         },
     ))
@@ -166,7 +175,7 @@ pub struct AllocatorStats {
 pub struct ReleaserStats {
     /// Objects released (dropped, slot sent back).
     pub released: u64,
-    /// Releases that found the return ring full and kept the slot to send later.
+    /// Batches that found the return ring too full to take them whole.
     pub deferred: u64,
     /// Objects from another pool, handed back.
     pub foreign: u64,
@@ -187,8 +196,10 @@ pub struct Allocator<T> {
 pub struct Releaser<T> {
     shared: NonNull<Shared<T>>,
     returns: handoff_spsc::Producer<SlotPtr<T>>,
-    /// Slots released while the return ring was full, oldest first.
+    /// Released slots not yet sent back (collecting a batch, or the ring was full),
+    /// oldest first.
     waiting: Vec<SlotPtr<T>>,
+    release_batch: usize,
     stats: ReleaserStats,
 }
 
@@ -223,7 +234,7 @@ impl<T> Allocator<T> {
     /// first drains up to `batch` slots from the return ring.
     ///
     /// ```
-    /// let config = handoff_pool::return_queue::Config { slots: 1, ..Default::default() };
+    /// let config = handoff_pool::return_queue::Config { slots: 1, release_batch: 1, ..Default::default() };
     /// let (mut alloc, mut release) = handoff_pool::return_queue::new::<u32>(config).unwrap();
     /// let a = alloc.try_alloc(1).unwrap();
     /// assert!(alloc.try_alloc(2).is_err());
@@ -301,8 +312,9 @@ impl<T> Releaser<T> {
     /// back untouched in [`Foreign`] if it came from another pool. Taking the
     /// `PoolBox` by value makes releasing it twice impossible.
     ///
-    /// If the return ring is full the slot waits here and goes with the next release
-    /// or [`flush`](Self::flush).
+    /// The slot waits here until `release_batch` slots are collected (or the ring has
+    /// room for them), then they go back with one push; [`flush`](Self::flush) sends
+    /// them at once.
     ///
     /// ```
     /// let (mut alloc, mut release) = handoff_pool::return_queue::new::<String>(Default::default()).unwrap();
@@ -333,24 +345,24 @@ impl<T> Releaser<T> {
 
     #[inline]
     fn send_back(&mut self, slot: SlotPtr<T>) {
-        if self.waiting.is_empty() && self.returns.try_push(slot).is_ok() {
-            return;
+        // Room for every slot of the slab was reserved, so this never reallocates.
+        self.waiting.push(slot);
+        if self.waiting.len() >= self.release_batch {
+            self.send_batch();
         }
-        self.send_back_slow(slot);
     }
 
     #[cold]
     #[inline(never)]
-    fn send_back_slow(&mut self, slot: SlotPtr<T>) {
-        self.stats.deferred += 1;
-        // Room for every slot of the slab was reserved, so this never reallocates.
-        self.waiting.push(slot);
-        self.flush();
+    fn send_batch(&mut self) {
+        if self.flush() > 0 {
+            self.stats.deferred += 1;
+        }
     }
 
-    /// Sends slots that found the return ring full, oldest first, as far as the ring
-    /// has room; returns how many still wait. Call it when the releasing thread is
-    /// idle if the allocator may be starved.
+    /// Sends the slots waiting here, oldest first, as far as the return ring has room;
+    /// returns how many still wait. Call it when the releasing thread is idle, so that
+    /// a part batch does not keep the allocator short.
     pub fn flush(&mut self) -> usize {
         if self.waiting.is_empty() {
             return 0;

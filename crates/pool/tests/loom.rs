@@ -41,6 +41,7 @@ fn return_path_reuses_slots_only_after_release() {
             slots: 2,
             return_depth: 1,
             batch: 1,
+            release_batch: 1,
         };
         let (mut alloc, mut release) = return_queue::new::<Counted>(config).unwrap();
         let (mut tx, mut rx) = handoff_spsc::channel(2);
@@ -159,6 +160,7 @@ fn teardown_races_with_an_object_dropped_elsewhere() {
             slots: 2,
             return_depth: 2,
             batch: 2,
+            release_batch: 2,
         };
         let (mut alloc, mut release) = return_queue::new::<Counted>(config).unwrap();
         let released = alloc.try_alloc(Counted(0, drops.clone())).ok().unwrap();

@@ -175,6 +175,7 @@ fn return_queue_document_sizes() {
             slots: 16,
             return_depth: 4,
             batch: 3,
+            release_batch: 3,
         }
     } else {
         return_queue::Config::default()
@@ -191,6 +192,7 @@ fn return_queue_tiny_pool_stays_exhausted_often() {
             slots: 8,
             return_depth: 3,
             batch: 2,
+            release_batch: 2,
         },
         16,
     );

@@ -1,0 +1,142 @@
+//! Helpers the benches share: the two pinned cores, a two-thread run, and the paired
+//! comparison that alternates two contenders and prints the median per-pair ratio.
+#![allow(dead_code)]
+
+use std::sync::{Barrier, OnceLock};
+use std::time::{Duration, Instant};
+
+/// A timed run of `n` items or operations.
+pub type Run = fn(u64) -> Duration;
+
+type Pins = Option<(core_affinity::CoreId, core_affinity::CoreId)>;
+
+/// Read once, before any thread of this process is pinned.
+pub fn cores() -> Pins {
+    static CORES: OnceLock<Pins> = OnceLock::new();
+    *CORES.get_or_init(|| {
+        let allowed: Vec<usize> = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        let ids: Vec<usize> = match std::env::var("HANDOFF_PIN") {
+            Ok(spec) => spec
+                .split(',')
+                .map(|s| {
+                    s.trim().parse().unwrap_or_else(|_| {
+                        panic!("HANDOFF_PIN={spec:?}: expected two core ids, e.g. 0,1")
+                    })
+                })
+                .collect(),
+            Err(_) => allowed.iter().copied().take(2).collect(),
+        };
+        if ids.len() != 2 || ids[0] == ids[1] {
+            eprintln!("bench: fewer than two distinct cores ({ids:?}); running unpinned");
+            return None;
+        }
+        for id in &ids {
+            assert!(
+                allowed.contains(id),
+                "core {id} is not in the allowed set {allowed:?}"
+            );
+        }
+        eprintln!(
+            "bench: producer on core {}, consumer on core {}",
+            ids[0], ids[1]
+        );
+        Some((
+            core_affinity::CoreId { id: ids[0] },
+            core_affinity::CoreId { id: ids[1] },
+        ))
+    })
+}
+
+pub fn pin(core: Option<core_affinity::CoreId>) {
+    if let Some(core) = core {
+        assert!(
+            core_affinity::set_for_current(core),
+            "could not pin to core {}",
+            core.id
+        );
+    }
+}
+
+/// Runs `producer` and `consumer` on two fresh threads pinned to their cores (the
+/// calling thread stays unpinned); returns the time from the producer's start to the
+/// consumer's end.
+pub fn two_threads(producer: impl FnOnce() + Send, consumer: impl FnOnce() + Send) -> Duration {
+    let pins = cores();
+    let barrier = Barrier::new(2);
+    std::thread::scope(|s| {
+        let b = &barrier;
+        let c = s.spawn(move || {
+            pin(pins.map(|p| p.1));
+            b.wait();
+            consumer();
+            Instant::now()
+        });
+        let p = s.spawn(move || {
+            pin(pins.map(|p| p.0));
+            b.wait();
+            let start = Instant::now();
+            producer();
+            start
+        });
+        let start = p.join().expect("producer thread panicked");
+        let end = c.join().expect("consumer thread panicked");
+        end - start
+    })
+}
+
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs `a` and `b` alternately (`a` first in even pairs, `b` first in odd ones) and
+/// prints each one's median rate and the median of the per-pair ratios `a / b`.
+pub fn paired(
+    label: &str,
+    unit: &str,
+    a: (&str, Run),
+    b: (&str, Run),
+    n: u64,
+    pairs: usize,
+    per_item_ns: bool,
+) {
+    let rate = |run: Run| {
+        let d = run(n).as_secs_f64();
+        if per_item_ns {
+            d * 1e9 / n as f64
+        } else {
+            n as f64 / d / 1e6
+        }
+    };
+    let (mut ra, mut rb, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..pairs {
+        let (x, y) = if i % 2 == 0 {
+            let x = rate(a.1);
+            (x, rate(b.1))
+        } else {
+            let y = rate(b.1);
+            (rate(a.1), y)
+        };
+        ra.push(x);
+        rb.push(y);
+        ratio.push(if per_item_ns { y / x } else { x / y });
+    }
+    let (lo, hi) = {
+        let mut r = ratio.clone();
+        r.sort_by(f64::total_cmp);
+        (r[0], r[r.len() - 1])
+    };
+    println!(
+        "{label:<28} {:<14} {:>8.1} {unit}   {:<14} {:>8.1} {unit}   {} advantage: median {:.2}x (min {lo:.2}, max {hi:.2}, {pairs} pairs)",
+        a.0,
+        median(&mut ra),
+        b.0,
+        median(&mut rb),
+        a.0,
+        median(&mut ratio),
+    );
+}
