@@ -9,7 +9,15 @@ use std::sync::Arc;
 use common::{count, counter, spin, Counted};
 use handoff_spsc::channel;
 
-const N: u64 = if cfg!(miri) { 1_000 } else { 10_000_000 };
+/// Items per stress run: 10 million, 1,000 under Miri, or `HANDOFF_STRESS_ITEMS`
+/// (ThreadSanitizer in CI scales it down).
+fn n_items() -> u64 {
+    let default = if cfg!(miri) { 1_000 } else { 10_000_000 };
+    std::env::var("HANDOFF_STRESS_ITEMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
 /// Items made of a `Drop` type are slower; they still cover every wrap many times.
 const N_DROP: u64 = if cfg!(miri) { 500 } else { 1_000_000 };
 
@@ -58,7 +66,7 @@ impl Checker {
 fn single_items_arrive_once_and_in_order() {
     let (mut tx, mut rx) = channel::<Tick>(if cfg!(miri) { 7 } else { 1024 });
     let producer = std::thread::spawn(move || {
-        for i in 0..N {
+        for i in 0..n_items() {
             let mut t = tick(i);
             while let Err(e) = tx.try_push(t) {
                 t = e.into_inner();
@@ -67,12 +75,12 @@ fn single_items_arrive_once_and_in_order() {
         }
     });
     let mut check = Checker::new();
-    for _ in 0..N {
+    for _ in 0..n_items() {
         check.see(spin(|| rx.try_pop()));
     }
     producer.join().unwrap();
     assert!(rx.try_pop().is_none());
-    check.finish(N);
+    check.finish(n_items());
 }
 
 #[test]
@@ -81,9 +89,9 @@ fn slices_arrive_once_and_in_order() {
     let producer = std::thread::spawn(move || {
         let mut next = 0u64;
         let mut buf = Vec::with_capacity(97);
-        while next < N {
+        while next < n_items() {
             // Varying batch sizes hit every wrap position.
-            let want = (1 + next % 97).min(N - next);
+            let want = (1 + next % 97).min(n_items() - next);
             buf.clear();
             buf.extend((next..next + want).map(tick));
             let n = tx.push_slice(&buf) as u64;
@@ -95,7 +103,7 @@ fn slices_arrive_once_and_in_order() {
     });
     let mut check = Checker::new();
     let mut buf = [tick(0); 61];
-    while check.next < N {
+    while check.next < n_items() {
         let len = 1 + (check.next % 61) as usize;
         let n = rx.pop_slice(&mut buf[..len]);
         for t in &buf[..n] {
@@ -103,7 +111,7 @@ fn slices_arrive_once_and_in_order() {
         }
     }
     producer.join().unwrap();
-    check.finish(N);
+    check.finish(n_items());
 }
 
 #[test]
@@ -111,8 +119,8 @@ fn chunks_arrive_once_and_in_order() {
     let (mut tx, mut rx) = channel::<Tick>(if cfg!(miri) { 16 } else { 1024 });
     let producer = std::thread::spawn(move || {
         let mut next = 0u64;
-        while next < N {
-            let want = ((1 + next % 50).min(N - next)) as usize;
+        while next < n_items() {
+            let want = ((1 + next % 50).min(n_items() - next)) as usize;
             let mut chunk = tx.write_chunk(want);
             let n = chunk.extend((next..).map(tick).take(want)) as u64;
             chunk.commit();
@@ -120,7 +128,7 @@ fn chunks_arrive_once_and_in_order() {
         }
     });
     let mut check = Checker::new();
-    while check.next < N {
+    while check.next < n_items() {
         let want = 1 + (check.next % 40) as usize;
         let mut chunk = rx.read_chunk(want);
         // Alternate between moving items out and reading them in place.
@@ -139,7 +147,7 @@ fn chunks_arrive_once_and_in_order() {
         }
     }
     producer.join().unwrap();
-    check.finish(N);
+    check.finish(n_items());
 }
 
 #[test]
