@@ -82,10 +82,7 @@ fn pair_freelist(n: u64) -> Duration {
     let pool = Freelist::<Order>::new(4096).unwrap();
     let t = Instant::now();
     for i in 0..n {
-        let o = pool
-            .try_alloc(order(i))
-            .ok()
-            .expect("one object live at a time");
+        let o = pool.try_alloc(order(i)).expect("one object live at a time");
         black_box(&*o);
     }
     t.elapsed()
@@ -95,9 +92,9 @@ fn pair_arena(n: u64) -> Duration {
     let (mut a, mut r) = arena::new::<Order>(arena::Config::default()).unwrap();
     let t = Instant::now();
     for i in 0..n {
-        let o = a.try_alloc(order(i)).ok().expect("released at once");
+        let o = a.try_alloc(order(i)).expect("released at once");
         black_box(&*o);
-        r.release(o).ok().expect("same arena");
+        r.release(o).expect("same arena");
     }
     t.elapsed()
 }
@@ -130,7 +127,7 @@ fn pool_pair(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     g.measurement_time(Duration::from_secs(2));
     for (name, run) in PAIR {
-        g.bench_function(name, |b| b.iter_custom(|iters| run(iters)));
+        g.bench_function(name, |b| b.iter_custom(run));
     }
     g.finish();
 }
@@ -181,7 +178,7 @@ fn cross_return_queue(n: u64) -> Duration {
         move |o| a.try_alloc(o).ok(),
         move |b| {
             let seq = b.seq;
-            r.release(b).ok().expect("same pool");
+            r.release(b).expect("same pool");
             seq
         },
     )
@@ -194,7 +191,7 @@ fn cross_arena(n: u64) -> Duration {
         move |o| a.try_alloc(o).ok(),
         move |b| {
             let seq = b.seq;
-            r.release(b).ok().expect("same arena");
+            r.release(b).expect("same arena");
             seq
         },
     )

@@ -208,8 +208,6 @@ fn crossbeam_single(n: u64) -> Duration {
     single(crossbeam_ring(), n)
 }
 
-/// A contender: runs `n` items (or round trips) through, returns the elapsed time.
-
 const THROUGHPUT: [(&str, Run); 4] = [
     ("handoff", handoff_single),
     ("handoff_batch", handoff_batch),

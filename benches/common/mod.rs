@@ -5,7 +5,8 @@
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
-/// A timed run of `n` items or operations.
+/// A contender: runs `n` items (or round trips, or operations) through and returns
+/// the elapsed time.
 pub type Run = fn(u64) -> Duration;
 
 type Pins = Option<(core_affinity::CoreId, core_affinity::CoreId)>;
