@@ -35,7 +35,7 @@ use alloc::vec;
 
 use crossbeam_utils::CachePadded;
 
-use crate::slab::{free, Owned, RetireOnDrop, Side, Slab, Teardown};
+use crate::slab::{leave, Owned, RetireOnDrop, Side, Slab, Teardown};
 use crate::sync::{AtomicUsize, Ordering, Shadow};
 use crate::{ConfigError, Exhausted, Foreign};
 
@@ -369,28 +369,16 @@ impl Drop for Ack<'_> {
 impl<T> Drop for Allocator<T> {
     fn drop(&mut self) {
         let handed_out = self.allocated() as usize;
-        // SAFETY: the shared state is alive until `leave` says otherwise.
-        let last = unsafe { self.shared.as_ref() }
-            .teardown
-            .leave(Side::Allocating, handed_out);
-        if last {
-            // SAFETY: `leave` said nobody else can reach it.
-            unsafe { free(self.shared) };
-        }
+        // SAFETY: this handle made or was given `shared` and leaves once, here.
+        unsafe { leave(self.shared, Side::Allocating, handed_out) };
     }
 }
 
 impl<T> Drop for Releaser<T> {
     fn drop(&mut self) {
         let taken_back = self.stats.released as usize;
-        // SAFETY: the shared state is alive until `leave` says otherwise.
-        let last = unsafe { self.shared.as_ref() }
-            .teardown
-            .leave(Side::Releasing, taken_back);
-        if last {
-            // SAFETY: `leave` said nobody else can reach it.
-            unsafe { free(self.shared) };
-        }
+        // SAFETY: this handle made or was given `shared` and leaves once, here.
+        unsafe { leave(self.shared, Side::Releasing, taken_back) };
     }
 }
 

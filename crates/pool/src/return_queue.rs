@@ -53,7 +53,7 @@ use core::ptr::NonNull;
 
 use alloc::vec::Vec;
 
-use crate::slab::{free, Owned, RetireOnDrop, Side, Slab, SlotPtr, Teardown};
+use crate::slab::{leave, Owned, RetireOnDrop, Side, Slab, SlotPtr, Teardown};
 use crate::sync::Shadow;
 use crate::{ConfigError, Exhausted, Foreign};
 
@@ -405,28 +405,16 @@ impl<T> Drop for SendBack<'_, T> {
 impl<T> Drop for Allocator<T> {
     fn drop(&mut self) {
         let handed_out = self.stats.allocated as usize;
-        // SAFETY: the shared state is alive until `leave` says otherwise.
-        let last = unsafe { self.shared.as_ref() }
-            .teardown
-            .leave(Side::Allocating, handed_out);
-        if last {
-            // SAFETY: `leave` said nobody else can reach it.
-            unsafe { free(self.shared) };
-        }
+        // SAFETY: this handle made or was given `shared` and leaves once, here.
+        unsafe { leave(self.shared, Side::Allocating, handed_out) };
     }
 }
 
 impl<T> Drop for Releaser<T> {
     fn drop(&mut self) {
         let taken_back = self.stats.released as usize;
-        // SAFETY: the shared state is alive until `leave` says otherwise.
-        let last = unsafe { self.shared.as_ref() }
-            .teardown
-            .leave(Side::Releasing, taken_back);
-        if last {
-            // SAFETY: `leave` said nobody else can reach it.
-            unsafe { free(self.shared) };
-        }
+        // SAFETY: this handle made or was given `shared` and leaves once, here.
+        unsafe { leave(self.shared, Side::Releasing, taken_back) };
     }
 }
 

@@ -161,6 +161,21 @@ pub(crate) unsafe fn free<S>(shared: NonNull<S>) {
     drop(unsafe { Box::from_raw(shared.as_ptr()) });
 }
 
+/// A handle leaves (see [`Teardown::leave`]) and frees the shared state if it was
+/// the last to reach it.
+///
+/// # Safety
+/// `shared` came from `Box::into_raw`, and the caller is a handle that holds it and
+/// has not left before.
+pub(crate) unsafe fn leave<S: Owned>(shared: NonNull<S>, side: Side, count: usize) {
+    // SAFETY: the handle keeps the shared state alive until `leave` says otherwise.
+    let last = unsafe { shared.as_ref() }.teardown().leave(side, count);
+    if last {
+        // SAFETY: `leave` said nobody else can reach it.
+        unsafe { free(shared) };
+    }
+}
+
 /// Retires one object when dropped, also while a panic unwinds out of the object's
 /// destructor, so the teardown count never misses it.
 pub(crate) struct RetireOnDrop<S: Owned>(pub(crate) NonNull<S>);

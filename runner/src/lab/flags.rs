@@ -108,3 +108,41 @@ pub fn pins(
         None => pin::default_pins(roles.len(), topo),
     }
 }
+
+/// A comma-separated list of names from `all` (`--variants`), each at most once, in
+/// the order given.
+///
+/// ```
+/// use runner::lab::flags::names;
+/// let all = [1u8, 2, 3];
+/// let name = |x: u8| ["one", "two", "three"][x as usize - 1];
+/// assert_eq!(names("variants", "three, one", &all, name).unwrap(), vec![3, 1]);
+/// assert!(names("variants", "four", &all, name).unwrap_err().to_string().contains("known: one, two, three"));
+/// assert!(names("variants", "one,one", &all, name).unwrap_err().to_string().contains("named twice"));
+/// ```
+pub fn names<T: Copy + PartialEq>(
+    flag: &str,
+    s: &str,
+    all: &[T],
+    name: impl Fn(T) -> &'static str,
+) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    for given in s.split(',').map(str::trim) {
+        let v = all
+            .iter()
+            .copied()
+            .find(|&v| name(v) == given)
+            .ok_or_else(|| {
+                let known: Vec<&str> = all.iter().map(|&v| name(v)).collect();
+                Error::Usage(format!(
+                    "--{flag}: unknown variant {given:?} (known: {})",
+                    known.join(", ")
+                ))
+            })?;
+        if out.contains(&v) {
+            return Err(Error::Usage(format!("--{flag}: {given} is named twice")));
+        }
+        out.push(v);
+    }
+    Ok(out)
+}

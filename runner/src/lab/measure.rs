@@ -15,6 +15,30 @@ use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// Which measurement a cell belongs to; every paced producer -> consumer experiment
+/// has the same three.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Paced at the experiment's headline rate.
+    Headline,
+    /// Paced, over the experiment's sweep points (offered load, background pressure).
+    Sweep,
+    /// Unpaced.
+    Throughput,
+}
+
+impl Mode {
+    /// The name in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Headline => "headline",
+            Mode::Sweep => "sweep",
+            Mode::Throughput => "throughput",
+        }
+    }
+}
+
 /// The stamps of one run, as the roles left them.
 #[derive(Debug)]
 pub struct Stamps {
@@ -392,4 +416,27 @@ pub fn distribution_charts(
     )?;
     files.add(dir.join(format!("{prefix}-pdf.svg")), svg.into_bytes());
     Ok(())
+}
+
+/// The sweep chart every experiment draws: p50, p99 and p99.9 panels, log-log, side by
+/// side. `series` gives the lines of one panel for a percentile picker; `what` ends each
+/// panel's title (`vs offered load`).
+pub fn percentile_panels(
+    what: &str,
+    series: impl Fn(fn(&handoff_stats::Percentiles) -> u64) -> Vec<Series>,
+    x_label: &str,
+    y_label: &str,
+) -> Result<String> {
+    let panel = |label: &str, pick: fn(&handoff_stats::Percentiles) -> u64| {
+        (format!("{label} {what}"), series(pick))
+    };
+    chart::loglog_panels(
+        &[
+            panel("p50", |p| p.p50),
+            panel("p99", |p| p.p99),
+            panel("p99.9", |p| p.p999),
+        ],
+        x_label,
+        y_label,
+    )
 }

@@ -17,6 +17,7 @@ pub use args::{config, PipelineArgs};
 use crate::lab::error::{Error, Result};
 use crate::lab::fmt;
 use crate::lab::harness::{self, Role};
+pub use crate::lab::measure::Mode;
 use crate::lab::measure::{self, Measured};
 use crate::lab::pacer;
 use crate::lab::session::{Output, Plan, Session};
@@ -126,29 +127,6 @@ fn calibrate(cfg: &Config, clock: &Clock) -> Result<(u32, f64)> {
         vec![Role::new(cfg.pins[1], |_s| order::calibrate(target, clock))],
     )?;
     Ok(out.remove(0))
-}
-
-/// Which measurement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Paced at `--rate`, background at `--bg-rate`.
-    Headline,
-    /// Paced at `--rate`; no background, then eight background rates.
-    Sweep,
-    /// Unpaced, background at `--bg-rate`.
-    Throughput,
-}
-
-impl Mode {
-    /// The name in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Headline => "headline",
-            Mode::Sweep => "sweep",
-            Mode::Throughput => "throughput",
-        }
-    }
 }
 
 /// Everything `runner pipeline` was asked to do (after validation).

@@ -203,7 +203,7 @@ pub fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
         &mut files,
     )?;
     if out.of(Mode::Sweep).next().is_some() {
-        let panel = |label: &str, pick: fn(&handoff_stats::Percentiles) -> u64| {
+        let series = |pick: fn(&handoff_stats::Percentiles) -> u64| -> Vec<Series> {
             let mut series = Vec::new();
             for &v in &cfg.variants {
                 let cells = out.sweep_of(v);
@@ -228,14 +228,11 @@ pub fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
                     points: pts,
                 });
             }
-            (format!("{label} vs background pressure"), series)
+            series
         };
-        let svg = chart::loglog_panels(
-            &[
-                panel("p50", |p| p.p50),
-                panel("p99", |p| p.p99),
-                panel("p99.9", |p| p.p999),
-            ],
+        let svg = measure::percentile_panels(
+            "vs background pressure",
+            series,
             "background heap operations per second",
             "create -> dequeue latency (ns)",
         )?;

@@ -15,6 +15,7 @@ use crate::lab;
 use crate::lab::error::{Error, Result};
 use crate::lab::fmt;
 use crate::lab::measure::Measured;
+pub use crate::lab::measure::Mode;
 use crate::lab::pacer;
 use crate::lab::session::{Output, Plan, Session};
 use crate::lab::stop;
@@ -111,29 +112,6 @@ impl super::Prepared for Prepared {
             json: report::json_fields(&outcome, cfg)?,
             files: report::charts(&outcome, cfg)?,
         })
-    }
-}
-
-/// Which measurement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Paced at `--rate`.
-    Headline,
-    /// Twelve offered rates, 100 kHz to 50 MHz.
-    Sweep,
-    /// Unpaced.
-    Throughput,
-}
-
-impl Mode {
-    /// The name in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Headline => "headline",
-            Mode::Sweep => "sweep",
-            Mode::Throughput => "throughput",
-        }
     }
 }
 

@@ -122,9 +122,8 @@ pub fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
         &mut files,
     )?;
     if out.of(Mode::Sweep).any(|c| c.unavailable.is_none()) {
-        let panel = |label: &str, pick: fn(&handoff_stats::Percentiles) -> u64| {
-            let series = cfg
-                .variants
+        let series = |pick: fn(&handoff_stats::Percentiles) -> u64| -> Vec<Series> {
+            cfg.variants
                 .iter()
                 .filter_map(|&v| {
                     let pts: Vec<(f64, f64)> = out
@@ -142,15 +141,11 @@ pub fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
                         points: pts,
                     })
                 })
-                .collect();
-            (format!("{label} vs offered load"), series)
+                .collect()
         };
-        let svg = chart::loglog_panels(
-            &[
-                panel("p50", |p| p.p50),
-                panel("p99", |p| p.p99),
-                panel("p99.9", |p| p.p999),
-            ],
+        let svg = measure::percentile_panels(
+            "vs offered load",
+            series,
             "offered rate (items/s)",
             "latency (ns)",
         )?;

@@ -90,21 +90,7 @@ impl Variant {
 
 /// Parses `--variants` (comma-separated names, each once).
 pub fn parse_variants(s: &str) -> Result<Vec<Variant>> {
-    let mut out = Vec::new();
-    for name in s.split(',').map(str::trim) {
-        let v = Variant::from_name(name).ok_or_else(|| {
-            let known: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
-            Error::Usage(format!(
-                "--variants: unknown variant {name:?} (known: {})",
-                known.join(", ")
-            ))
-        })?;
-        if out.contains(&v) {
-            return Err(Error::Usage(format!("--variants: {name} is named twice")));
-        }
-        out.push(v);
-    }
-    Ok(out)
+    crate::lab::flags::names("variants", s, &Variant::ALL, Variant::name)
 }
 
 /// The document's 16-byte `MarketTick` (same layout as the C++ one).
