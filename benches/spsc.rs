@@ -10,6 +10,13 @@
 //!   back to back, many times, and the median of the per-pair ratios is printed. On a
 //!   shared or virtualised host the speed of cross-core traffic drifts within seconds,
 //!   so ratios of neighbouring runs are steadier than two separate criterion groups.
+//!   The paired section has three parts, each selectable by name:
+//!   `spsc_paired/single`, `spsc_paired/batch`, `spsc_paired/round_trip`.
+//! * Every single-item run also counts failed pushes and failed pops per item and samples
+//!   the ring's occupancy; the medians are printed under the single-item pair (and after
+//!   `spsc_throughput` for all three contenders). `HANDOFF_SPSC_WORK=P,C` adds busy work
+//!   per item on either side to put the pair at one end of the ring on purpose
+//!   (docs/spsc.md, "Regimes").
 //!
 //! Both sides spin on a failed push or pop without `pause`, as the source document's
 //! harness does (`while (!q.try_push(tick)) { /* spin */ }`). (On KVM guests a tight
@@ -70,6 +77,8 @@ trait Tx: Send {
 /// The receiving half of a contender.
 trait Rx: Send {
     fn pop(&mut self) -> Option<Tick>;
+    /// Items in the queue now (loads the producer's index).
+    fn occupancy(&self) -> usize;
 }
 
 impl Tx for handoff::spsc::Producer<Tick> {
@@ -84,6 +93,10 @@ impl Rx for handoff::spsc::Consumer<Tick> {
     fn pop(&mut self) -> Option<Tick> {
         self.try_pop()
     }
+
+    fn occupancy(&self) -> usize {
+        self.len()
+    }
 }
 
 impl Tx for rtrb::Producer<Tick> {
@@ -97,6 +110,10 @@ impl Rx for rtrb::Consumer<Tick> {
     #[inline(always)]
     fn pop(&mut self) -> Option<Tick> {
         rtrb::Consumer::pop(self).ok()
+    }
+
+    fn occupancy(&self) -> usize {
+        self.slots()
     }
 }
 
@@ -115,6 +132,10 @@ impl Rx for Crossbeam {
     fn pop(&mut self) -> Option<Tick> {
         self.0.pop()
     }
+
+    fn occupancy(&self) -> usize {
+        self.0.len()
+    }
 }
 
 fn handoff_ring() -> (handoff::spsc::Producer<Tick>, handoff::spsc::Consumer<Tick>) {
@@ -130,38 +151,180 @@ fn crossbeam_ring() -> (Crossbeam, Crossbeam) {
     (Crossbeam(Arc::clone(&q)), Crossbeam(q))
 }
 
+/// Pushes `t`, retrying until it fits; returns how many attempts failed.
 #[inline(always)]
-fn push_spin(tx: &mut impl Tx, mut t: Tick) {
+fn push_spin(tx: &mut impl Tx, mut t: Tick) -> u64 {
+    let mut failed = 0;
     while let Err(back) = tx.push(t) {
         t = back;
+        failed += 1;
+    }
+    failed
+}
+
+/// Pops one item, retrying until there is one; also returns how many attempts failed.
+#[inline(always)]
+fn pop_spin(rx: &mut impl Rx) -> (Tick, u64) {
+    let mut failed = 0;
+    loop {
+        if let Some(t) = rx.pop() {
+            return (t, failed);
+        }
+        failed += 1;
     }
 }
 
-#[inline(always)]
-fn pop_spin(rx: &mut impl Rx) -> Tick {
-    loop {
-        if let Some(t) = rx.pop() {
-            return t;
+// ---------------------------------------------------------------------- diagnostics
+
+/// Extra work per item on the producer and the consumer side of the single-item runs,
+/// in iterations of an empty loop (about 1 ns each): `HANDOFF_SPSC_WORK=P,C`, default
+/// `0,0`. Slowing one side on purpose decides which end of the ring the pair settles
+/// at (a slower consumer keeps it near full, a slower producer near empty), so each
+/// regime can be measured for every contender; see docs/spsc.md.
+fn work_per_item() -> [u32; 2] {
+    static WORK: std::sync::OnceLock<[u32; 2]> = std::sync::OnceLock::new();
+    *WORK.get_or_init(|| match std::env::var("HANDOFF_SPSC_WORK") {
+        Err(_) => [0, 0],
+        Ok(spec) => {
+            let v: Vec<u32> = spec
+                .split(',')
+                .map(|s| {
+                    s.trim().parse().unwrap_or_else(|_| {
+                        panic!("HANDOFF_SPSC_WORK={spec:?}: expected two counts, e.g. 0,16")
+                    })
+                })
+                .collect();
+            let [p, c] = v[..] else {
+                panic!("HANDOFF_SPSC_WORK={spec:?}: expected two counts, e.g. 0,16")
+            };
+            eprintln!("bench: extra work per item: producer {p}, consumer {c} loop iterations");
+            [p, c]
         }
+    })
+}
+
+#[inline(always)]
+fn busy(iterations: u32) {
+    for i in 0..iterations {
+        black_box(i);
+    }
+}
+
+/// What one single-item run saw: failed calls on each side and the queue's occupancy,
+/// sampled by the consumer every `OCCUPANCY_EVERY` items. Counting a failure is one
+/// register increment on the retry path; the sample is one load of the producer's index
+/// per 4096 items, so both are left on in every run.
+///
+/// Occupancy is bimodal (see docs/spsc.md): a pair spends most of a run either near
+/// empty or near full, so besides the mean the share of samples at each end is kept.
+#[derive(Clone, Copy, Default)]
+struct Diag {
+    items: u64,
+    failed_push: u64,
+    failed_pop: u64,
+    occupancy_sum: u64,
+    occupancy_samples: u64,
+    /// Samples with fewer than `CAPACITY / 16` items.
+    near_empty: u64,
+    /// Samples with more than `CAPACITY - CAPACITY / 16` items.
+    near_full: u64,
+}
+
+const OCCUPANCY_EVERY: u64 = 4096;
+
+/// The diagnostics of every single-item run of one contender, in run order.
+type DiagLog = std::sync::Mutex<Vec<Diag>>;
+
+static HANDOFF_DIAG: DiagLog = DiagLog::new(Vec::new());
+static RTRB_DIAG: DiagLog = DiagLog::new(Vec::new());
+static CROSSBEAM_DIAG: DiagLog = DiagLog::new(Vec::new());
+
+impl Diag {
+    fn per_item(count: u64, items: u64) -> f64 {
+        count as f64 / items.max(1) as f64
+    }
+
+    /// Failed pushes per item, failed pops per item, mean occupancy, share of samples
+    /// near empty, share near full.
+    fn figures(&self) -> [f64; 5] {
+        let samples = self.occupancy_samples.max(1) as f64;
+        [
+            Self::per_item(self.failed_push, self.items),
+            Self::per_item(self.failed_pop, self.items),
+            self.occupancy_sum as f64 / samples,
+            self.near_empty as f64 / samples,
+            self.near_full as f64 / samples,
+        ]
+    }
+}
+
+/// Prints the medians (and ranges) of each contender's per-run diagnostics.
+fn print_diagnostics(contenders: &[(&str, &DiagLog)]) {
+    for (name, log) in contenders {
+        let runs = log.lock().unwrap().clone();
+        if runs.is_empty() {
+            continue;
+        }
+        let column = |k: usize| {
+            let mut v: Vec<f64> = runs.iter().map(|d| d.figures()[k]).collect();
+            let m = common::median(&mut v);
+            (m, v[0], v[v.len() - 1])
+        };
+        let (push, pop, occ) = (column(0), column(1), column(2));
+        let (empty, full) = (column(3), column(4));
+        println!(
+            "  {name:<14} failed pushes/item {:.3} ({:.3}-{:.3})   failed pops/item {:.3} ({:.3}-{:.3})   occupancy mean {:.0} ({:.0}-{:.0}) of {CAPACITY}, near empty {:.0}%, near full {:.0}%   ({} runs, medians and ranges)",
+            push.0, push.1, push.2, pop.0, pop.1, pop.2, occ.0, occ.1, occ.2, empty.0 * 100.0, full.0 * 100.0, runs.len()
+        );
     }
 }
 
 // ---------------------------------------------------------------------- throughput
 
-/// `n` single items from a producer thread to a consumer thread.
-fn single<P: Tx, C: Rx>((mut tx, mut rx): (P, C), n: u64) -> Duration {
-    two_threads(
+/// `n` single items from a producer thread to a consumer thread; the run's failed calls
+/// and occupancy samples go to `log`.
+fn single<P: Tx, C: Rx>((mut tx, mut rx): (P, C), n: u64, log: &DiagLog) -> Duration {
+    let [producer_work, consumer_work] = work_per_item();
+    let diag = std::sync::Mutex::new(Diag {
+        items: n,
+        ..Diag::default()
+    });
+    let shared = &diag;
+    let elapsed = two_threads(
         move || {
+            let mut failed = 0;
             for i in 0..n {
-                push_spin(&mut tx, tick(i));
+                busy(producer_work);
+                failed += push_spin(&mut tx, tick(i));
             }
+            shared.lock().unwrap().failed_push = failed;
         },
         move || {
+            let (mut failed, mut occupancy, mut samples) = (0, 0, 0);
+            let (mut near_empty, mut near_full) = (0, 0);
             for i in 0..n {
-                check(&pop_spin(&mut rx), i);
+                if i % OCCUPANCY_EVERY == 0 {
+                    let now = rx.occupancy();
+                    occupancy += now as u64;
+                    samples += 1;
+                    near_empty += u64::from(now < CAPACITY / 16);
+                    near_full += u64::from(now > CAPACITY - CAPACITY / 16);
+                }
+                let (t, f) = pop_spin(&mut rx);
+                failed += f;
+                check(&t, i);
+                busy(consumer_work);
             }
+            let mut d = shared.lock().unwrap();
+            d.failed_pop = failed;
+            d.occupancy_sum = occupancy;
+            d.occupancy_samples = samples;
+            d.near_empty = near_empty;
+            d.near_full = near_full;
         },
-    )
+    );
+    log.lock().unwrap().push(diag.into_inner().unwrap());
+    elapsed
 }
 
 /// Zero-copy batches of up to `BATCH`: the producer writes ticks straight into the
@@ -197,15 +360,15 @@ fn handoff_batch(n: u64) -> Duration {
 }
 
 fn handoff_single(n: u64) -> Duration {
-    single(handoff_ring(), n)
+    single(handoff_ring(), n, &HANDOFF_DIAG)
 }
 
 fn rtrb_single(n: u64) -> Duration {
-    single(rtrb_ring(), n)
+    single(rtrb_ring(), n, &RTRB_DIAG)
 }
 
 fn crossbeam_single(n: u64) -> Duration {
-    single(crossbeam_ring(), n)
+    single(crossbeam_ring(), n, &CROSSBEAM_DIAG)
 }
 
 const THROUGHPUT: [(&str, Run); 4] = [
@@ -223,6 +386,9 @@ fn configure<M: criterion::measurement::Measurement>(g: &mut criterion::Benchmar
 }
 
 fn throughput(c: &mut Criterion) {
+    for log in [&HANDOFF_DIAG, &RTRB_DIAG, &CROSSBEAM_DIAG] {
+        log.lock().unwrap().clear();
+    }
     let mut g = c.benchmark_group("spsc_throughput");
     configure(&mut g);
     g.throughput(Throughput::Elements(1));
@@ -232,6 +398,12 @@ fn throughput(c: &mut Criterion) {
         });
     }
     g.finish();
+    println!("spsc_throughput: failed calls and occupancy over every run criterion made (warm-up included)");
+    print_diagnostics(&[
+        ("handoff", &HANDOFF_DIAG),
+        ("rtrb", &RTRB_DIAG),
+        ("crossbeam", &CROSSBEAM_DIAG),
+    ]);
 }
 
 // ---------------------------------------------------------------------- round trip
@@ -245,12 +417,12 @@ fn round_trip_through<P: Tx, C: Rx>(make: fn() -> (P, C), n: u64) -> Duration {
         move || {
             for i in 0..n {
                 push_spin(&mut ping_tx, tick(i));
-                check(&pop_spin(&mut pong_rx), i);
+                check(&pop_spin(&mut pong_rx).0, i);
             }
         },
         move || {
             for _ in 0..n {
-                let t = pop_spin(&mut ping_rx);
+                let (t, _) = pop_spin(&mut ping_rx);
                 push_spin(&mut pong_tx, t);
             }
         },
@@ -286,38 +458,59 @@ fn paired_comparison() {
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let wanted = filter.is_empty() || filter.iter().any(|f| "spsc_paired".contains(f.as_str()));
-    if !wanted || std::env::args().any(|a| a == "--list" || a == "--test") {
+    if std::env::args().any(|a| a == "--list" || a == "--test") {
+        return;
+    }
+    let wanted =
+        |section: &str| filter.is_empty() || filter.iter().any(|f| section.contains(f.as_str()));
+    if ![
+        "spsc_paired/single",
+        "spsc_paired/batch",
+        "spsc_paired/round_trip",
+    ]
+    .iter()
+    .any(|s| wanted(s))
+    {
         return;
     }
     println!("\nspsc_paired: alternating back-to-back runs, medians of per-pair ratios");
-    paired(
-        "throughput (M items/s)",
-        "M/s",
-        ("handoff", handoff_single),
-        ("rtrb", rtrb_single),
-        20_000_000,
-        21,
-        false,
-    );
-    paired(
-        "throughput (M items/s)",
-        "M/s",
-        ("handoff_batch", handoff_batch),
-        ("rtrb", rtrb_single),
-        20_000_000,
-        21,
-        false,
-    );
-    paired(
-        "round trip (ns)",
-        "ns",
-        ("handoff", handoff_round_trip),
-        ("rtrb", rtrb_round_trip),
-        500_000,
-        21,
-        true,
-    );
+    if wanted("spsc_paired/single") {
+        for log in [&HANDOFF_DIAG, &RTRB_DIAG] {
+            log.lock().unwrap().clear();
+        }
+        paired(
+            "throughput (M items/s)",
+            "M/s",
+            ("handoff", handoff_single),
+            ("rtrb", rtrb_single),
+            20_000_000,
+            21,
+            false,
+        );
+        print_diagnostics(&[("handoff", &HANDOFF_DIAG), ("rtrb", &RTRB_DIAG)]);
+    }
+    if wanted("spsc_paired/batch") {
+        paired(
+            "throughput (M items/s)",
+            "M/s",
+            ("handoff_batch", handoff_batch),
+            ("rtrb", rtrb_single),
+            20_000_000,
+            21,
+            false,
+        );
+    }
+    if wanted("spsc_paired/round_trip") {
+        paired(
+            "round trip (ns)",
+            "ns",
+            ("handoff", handoff_round_trip),
+            ("rtrb", rtrb_round_trip),
+            500_000,
+            21,
+            true,
+        );
+    }
 }
 
 criterion_group!(benches, throughput, round_trip);
