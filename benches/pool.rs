@@ -227,12 +227,7 @@ fn pool_cross_thread(c: &mut Criterion) {
 // ---------------------------------------------------------------------- paired
 
 fn paired_comparison() {
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let wanted = filter.is_empty() || filter.iter().any(|f| "pool_paired".contains(f.as_str()));
-    if !wanted || std::env::args().any(|a| a == "--list" || a == "--test") {
+    if !common::wanted("pool_paired") {
         return;
     }
     println!("\npool_paired: alternating back-to-back runs, medians of per-pair ratios");

@@ -452,17 +452,9 @@ fn round_trip(c: &mut Criterion) {
 // ---------------------------------------------------------------------- paired
 
 fn paired_comparison() {
-    // Honour a criterion name filter: run the paired section only when asked for, or
-    // when no filter is given.
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    if std::env::args().any(|a| a == "--list" || a == "--test") {
-        return;
-    }
-    let wanted =
-        |section: &str| filter.is_empty() || filter.iter().any(|f| section.contains(f.as_str()));
+    // Honour a criterion name filter: run a part of the paired section only when asked
+    // for, or when no filter is given.
+    let wanted = common::wanted;
     if ![
         "spsc_paired/single",
         "spsc_paired/batch",

@@ -89,6 +89,21 @@ pub fn two_threads(producer: impl FnOnce() + Send, consumer: impl FnOnce() + Sen
     })
 }
 
+/// Whether a paired section named `section` should run: not under `--list` or `--test`,
+/// and only when no name filter is given or one of the filters is part of `section`
+/// (criterion's own filters match the same way, by substring).
+pub fn wanted(section: &str) -> bool {
+    let mut args = std::env::args().skip(1);
+    if args.any(|a| a == "--list" || a == "--test") {
+        return false;
+    }
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    filter.is_empty() || filter.iter().any(|f| section.contains(f.as_str()))
+}
+
 pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
