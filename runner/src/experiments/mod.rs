@@ -34,6 +34,22 @@ pub trait Prepared {
     fn run(&self, session: &mut Session) -> Result<Output>;
 }
 
+/// An experiment's typed flags from clap's matches; a mismatch is a usage error.
+pub fn typed_args<A: clap::FromArgMatches>(m: &clap::ArgMatches) -> Result<A> {
+    A::from_arg_matches(m).map_err(|e| crate::lab::error::Error::Usage(e.to_string()))
+}
+
+/// Tests: parses `args` (the flags after the subcommand) as `exp`'s command line.
+#[cfg(test)]
+pub fn parse_flags<A: clap::FromArgMatches>(exp: &dyn Experiment, args: &[&str]) -> Result<A> {
+    let argv = std::iter::once(exp.name()).chain(args.iter().copied());
+    let m = exp
+        .command()
+        .try_get_matches_from(argv)
+        .map_err(|e| crate::lab::error::Error::Usage(e.to_string()))?;
+    typed_args(&m)
+}
+
 /// Every experiment, in the order `runner all` runs them.
 pub static REGISTRY: &[&dyn Experiment] = &[&queue::Queue, &pipeline::Pipeline];
 

@@ -170,6 +170,18 @@ fn l3_of(cache_dir: &Path) -> Option<Vec<usize>> {
     })
 }
 
+/// Tests: the development machine's shape, two cores sharing one L3.
+#[cfg(test)]
+impl Topology {
+    pub(crate) fn two_cores() -> Topology {
+        Topology {
+            online: vec![0, 1],
+            allowed: vec![0, 1],
+            l3_groups: vec![vec![0, 1]],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

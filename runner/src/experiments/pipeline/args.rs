@@ -223,16 +223,11 @@ fn placement(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiments::parse_flags;
     use crate::experiments::pipeline::Pipeline;
-    use crate::experiments::Experiment;
-    use clap::FromArgMatches;
 
     fn two() -> Topology {
-        Topology {
-            online: vec![0, 1],
-            allowed: vec![0, 1],
-            l3_groups: vec![vec![0, 1]],
-        }
+        Topology::two_cores()
     }
 
     fn sixteen() -> Topology {
@@ -244,13 +239,7 @@ mod tests {
     }
 
     fn config_of(args: &[&str], topo: &Topology) -> Result<(Config, Option<String>)> {
-        let mut argv = vec!["pipeline"];
-        argv.extend_from_slice(args);
-        let m = Pipeline
-            .command()
-            .try_get_matches_from(argv)
-            .map_err(|e| Error::Usage(e.to_string()))?;
-        let a = PipelineArgs::from_arg_matches(&m).map_err(|e| Error::Usage(e.to_string()))?;
+        let a: PipelineArgs = parse_flags(&Pipeline, args)?;
         config(&a, topo)
     }
 

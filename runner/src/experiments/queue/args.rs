@@ -109,26 +109,15 @@ pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiments::parse_flags;
     use crate::experiments::queue::Queue;
-    use crate::experiments::Experiment;
-    use clap::FromArgMatches;
 
     fn topo() -> Topology {
-        Topology {
-            online: vec![0, 1],
-            allowed: vec![0, 1],
-            l3_groups: vec![vec![0, 1]],
-        }
+        Topology::two_cores()
     }
 
     fn config_of(args: &[&str]) -> Result<Config> {
-        let mut argv = vec!["queue"];
-        argv.extend_from_slice(args);
-        let m = Queue
-            .command()
-            .try_get_matches_from(argv)
-            .map_err(|e| Error::Usage(e.to_string()))?;
-        let a = QueueArgs::from_arg_matches(&m).map_err(|e| Error::Usage(e.to_string()))?;
+        let a: QueueArgs = parse_flags(&Queue, args)?;
         config(&a, &topo()).map(|(c, _)| c)
     }
 

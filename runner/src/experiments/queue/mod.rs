@@ -55,8 +55,7 @@ impl super::Experiment for Queue {
         args: &clap::ArgMatches,
         topo: &Topology,
     ) -> Result<Box<dyn super::Prepared>> {
-        use clap::FromArgMatches;
-        let a = QueueArgs::from_arg_matches(args).map_err(|e| Error::Usage(e.to_string()))?;
+        let a: QueueArgs = super::typed_args(args)?;
         let (cfg, note) = config(&a, topo)?;
         Ok(Box::new(Prepared { cfg, note }))
     }
