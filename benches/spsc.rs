@@ -99,6 +99,24 @@ impl Rx for handoff::spsc::Consumer<Tick> {
     }
 }
 
+impl Tx for handoff::spsc::stamped::Producer<Tick> {
+    #[inline(always)]
+    fn push(&mut self, t: Tick) -> Result<(), Tick> {
+        self.try_push(t).map_err(|e| e.into_inner())
+    }
+}
+
+impl Rx for handoff::spsc::stamped::Consumer<Tick> {
+    #[inline(always)]
+    fn pop(&mut self) -> Option<Tick> {
+        self.try_pop()
+    }
+
+    fn occupancy(&self) -> usize {
+        self.len()
+    }
+}
+
 impl Tx for rtrb::Producer<Tick> {
     #[inline(always)]
     fn push(&mut self, t: Tick) -> Result<(), Tick> {
@@ -140,6 +158,13 @@ impl Rx for Crossbeam {
 
 fn handoff_ring() -> (handoff::spsc::Producer<Tick>, handoff::spsc::Consumer<Tick>) {
     handoff::spsc::channel(CAPACITY)
+}
+
+fn stamped_ring() -> (
+    handoff::spsc::stamped::Producer<Tick>,
+    handoff::spsc::stamped::Consumer<Tick>,
+) {
+    handoff::spsc::stamped::channel(CAPACITY)
 }
 
 fn rtrb_ring() -> (rtrb::Producer<Tick>, rtrb::Consumer<Tick>) {
@@ -236,6 +261,7 @@ const OCCUPANCY_EVERY: u64 = 4096;
 type DiagLog = std::sync::Mutex<Vec<Diag>>;
 
 static HANDOFF_DIAG: DiagLog = DiagLog::new(Vec::new());
+static STAMPED_DIAG: DiagLog = DiagLog::new(Vec::new());
 static RTRB_DIAG: DiagLog = DiagLog::new(Vec::new());
 static CROSSBEAM_DIAG: DiagLog = DiagLog::new(Vec::new());
 
@@ -363,6 +389,10 @@ fn handoff_single(n: u64) -> Duration {
     single(handoff_ring(), n, &HANDOFF_DIAG)
 }
 
+fn stamped_single(n: u64) -> Duration {
+    single(stamped_ring(), n, &STAMPED_DIAG)
+}
+
 fn rtrb_single(n: u64) -> Duration {
     single(rtrb_ring(), n, &RTRB_DIAG)
 }
@@ -371,9 +401,10 @@ fn crossbeam_single(n: u64) -> Duration {
     single(crossbeam_ring(), n, &CROSSBEAM_DIAG)
 }
 
-const THROUGHPUT: [(&str, Run); 4] = [
+const THROUGHPUT: [(&str, Run); 5] = [
     ("handoff", handoff_single),
     ("handoff_batch", handoff_batch),
+    ("handoff_stamped", stamped_single),
     ("rtrb", rtrb_single),
     ("crossbeam_array_queue", crossbeam_single),
 ];
@@ -386,7 +417,7 @@ fn configure<M: criterion::measurement::Measurement>(g: &mut criterion::Benchmar
 }
 
 fn throughput(c: &mut Criterion) {
-    for log in [&HANDOFF_DIAG, &RTRB_DIAG, &CROSSBEAM_DIAG] {
+    for log in [&HANDOFF_DIAG, &STAMPED_DIAG, &RTRB_DIAG, &CROSSBEAM_DIAG] {
         log.lock().unwrap().clear();
     }
     let mut g = c.benchmark_group("spsc_throughput");
@@ -401,6 +432,7 @@ fn throughput(c: &mut Criterion) {
     println!("spsc_throughput: failed calls and occupancy over every run criterion made (warm-up included)");
     print_diagnostics(&[
         ("handoff", &HANDOFF_DIAG),
+        ("stamped", &STAMPED_DIAG),
         ("rtrb", &RTRB_DIAG),
         ("crossbeam", &CROSSBEAM_DIAG),
     ]);
@@ -433,6 +465,10 @@ fn handoff_round_trip(n: u64) -> Duration {
     round_trip_through(handoff_ring, n)
 }
 
+fn stamped_round_trip(n: u64) -> Duration {
+    round_trip_through(stamped_ring, n)
+}
+
 fn rtrb_round_trip(n: u64) -> Duration {
     round_trip_through(rtrb_ring, n)
 }
@@ -442,6 +478,7 @@ fn round_trip(c: &mut Criterion) {
     configure(&mut g);
     for (name, run) in [
         ("handoff", handoff_round_trip as Run),
+        ("handoff_stamped", stamped_round_trip),
         ("rtrb", rtrb_round_trip),
     ] {
         g.bench_function(name, |b| b.iter_custom(|iters| black_box(run(iters))));
@@ -459,6 +496,8 @@ fn paired_comparison() {
         "spsc_paired/single",
         "spsc_paired/batch",
         "spsc_paired/round_trip",
+        "spsc_paired/stamped_single",
+        "spsc_paired/stamped_round_trip",
     ]
     .iter()
     .any(|s| wanted(s))
@@ -497,6 +536,32 @@ fn paired_comparison() {
             "round trip (ns)",
             "ns",
             ("handoff", handoff_round_trip),
+            ("rtrb", rtrb_round_trip),
+            500_000,
+            21,
+            true,
+        );
+    }
+    if wanted("spsc_paired/stamped_single") {
+        for log in [&STAMPED_DIAG, &RTRB_DIAG] {
+            log.lock().unwrap().clear();
+        }
+        paired(
+            "throughput (M items/s)",
+            "M/s",
+            ("stamped", stamped_single),
+            ("rtrb", rtrb_single),
+            20_000_000,
+            21,
+            false,
+        );
+        print_diagnostics(&[("stamped", &STAMPED_DIAG), ("rtrb", &RTRB_DIAG)]);
+    }
+    if wanted("spsc_paired/stamped_round_trip") {
+        paired(
+            "round trip (ns)",
+            "ns",
+            ("stamped", stamped_round_trip),
             ("rtrb", rtrb_round_trip),
             500_000,
             21,

@@ -79,6 +79,8 @@ mod handles;
 #[cfg(feature = "alloc")]
 mod heap;
 mod raw;
+#[cfg(feature = "alloc")]
+pub mod stamped;
 mod sync;
 
 pub use chunk::{ReadChunk, WriteChunk};

@@ -227,3 +227,134 @@ fn forgotten_consume_then_teardown_drops_each_item_once() {
         assert_eq!(drops.load(Ordering::Relaxed), 2);
     });
 }
+
+// ---------------------------------------------------------------------------------
+// The stamped ring: the consumer learns of an item from its slot's stamp, not `tail`.
+
+mod stamped {
+    use super::Counted;
+    use handoff_spsc::stamped::{channel, Consumer, Producer};
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    use loom::sync::Arc;
+    use loom::thread;
+    // Drop counting outside the model, as in the models above.
+    use std::sync::atomic::{AtomicUsize, Ordering as StdOrdering};
+
+    fn push_spin<T>(tx: &mut Producer<T>, mut v: T) {
+        while let Err(e) = tx.try_push(v) {
+            v = e.into_inner();
+            thread::yield_now();
+        }
+    }
+
+    fn pop_spin<T>(rx: &mut Consumer<T>) -> T {
+        loop {
+            if let Some(v) = rx.try_pop() {
+                return v;
+            }
+            thread::yield_now();
+        }
+    }
+
+    /// Three items through one or two slots: every slot is reused, so a stamp from the
+    /// lap before must never pass for a new item, and the producer must never write a
+    /// slot the consumer is still reading (loom's cells report that as a race).
+    #[test]
+    fn items_arrive_in_order_through_reused_slots() {
+        for capacity in [1, 2] {
+            loom::model(move || {
+                let (mut tx, mut rx) = channel::<String>(capacity);
+                let p = thread::spawn(move || {
+                    for i in 0..3 {
+                        push_spin(&mut tx, i.to_string());
+                    }
+                });
+                for i in 0..3 {
+                    assert_eq!(pop_spin(&mut rx), i.to_string());
+                }
+                p.join().unwrap();
+                assert_eq!(rx.try_pop(), None);
+            });
+        }
+    }
+
+    /// The contract: a push that happens after a pop (here ordered by a flag) finds the
+    /// slot that pop freed.
+    #[test]
+    fn a_push_after_a_pop_succeeds() {
+        loom::model(|| {
+            let (mut tx, mut rx) = channel::<u32>(1);
+            tx.try_push(1).unwrap();
+            let popped = Arc::new(AtomicBool::new(false));
+            let flag = popped.clone();
+            let c = thread::spawn(move || {
+                assert_eq!(pop_spin(&mut rx), 1);
+                flag.store(true, Ordering::Release);
+                pop_spin(&mut rx)
+            });
+            while !popped.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
+            assert!(tx.try_push(2).is_ok(), "the freed slot must be usable");
+            assert_eq!(c.join().unwrap(), 2);
+        });
+    }
+
+    #[test]
+    fn peek_sees_a_published_item() {
+        loom::model(|| {
+            let (mut tx, mut rx) = channel::<u32>(1);
+            let p = thread::spawn(move || {
+                push_spin(&mut tx, 5);
+                push_spin(&mut tx, 6);
+            });
+            loop {
+                if let Some(v) = rx.peek() {
+                    assert_eq!(*v, 5);
+                    break;
+                }
+                thread::yield_now();
+            }
+            assert_eq!(pop_spin(&mut rx), 5);
+            assert_eq!(pop_spin(&mut rx), 6);
+            p.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn leftovers_are_dropped_once_whichever_half_goes_last() {
+        loom::model(|| {
+            let drops = std::sync::Arc::new(AtomicUsize::new(0));
+            let (mut tx, mut rx) = channel::<Counted>(2);
+            let d = drops.clone();
+            let p = thread::spawn(move || {
+                for _ in 0..2 {
+                    // A refused value is handed back and dropped here.
+                    let _ = tx.try_push(Counted(d.clone()));
+                }
+            });
+            drop(rx.try_pop());
+            drop(rx);
+            p.join().unwrap();
+            assert_eq!(drops.load(StdOrdering::Relaxed), 2);
+        });
+    }
+
+    #[test]
+    fn abandonment_is_seen_and_items_pushed_before_are_not_lost() {
+        loom::model(|| {
+            let (mut tx, mut rx) = channel::<u32>(2);
+            let p = thread::spawn(move || {
+                tx.try_push(1).unwrap();
+                tx.try_push(2).unwrap();
+            });
+            while !rx.is_abandoned() {
+                thread::yield_now();
+            }
+            assert_eq!(rx.try_pop(), Some(1));
+            assert_eq!(rx.try_pop(), Some(2));
+            assert_eq!(rx.try_pop(), None);
+            p.join().unwrap();
+        });
+    }
+}

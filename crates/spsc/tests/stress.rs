@@ -1,5 +1,6 @@
 //! Two threads, many items: every item arrives once, in order, and the checksum
-//! matches, on the single-item, slice and chunk paths. Sizes shrink under Miri.
+//! matches, on the single-item, slice and chunk paths, and through the stamped ring.
+//! Sizes shrink under Miri.
 
 mod common;
 
@@ -7,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::{count, counter, spin, Counted};
-use handoff_spsc::channel;
+use handoff_spsc::{channel, stamped};
 
 /// Items per stress run: 10 million, 1,000 under Miri, or `HANDOFF_STRESS_ITEMS`
 /// (ThreadSanitizer in CI scales it down).
@@ -186,6 +187,64 @@ fn owned_items_are_each_dropped_once_across_threads() {
     consumer.join().unwrap();
     let created = producer.join().unwrap();
     assert_eq!(received.load(Ordering::Relaxed) as u64, take);
+    assert!(created > take);
+    assert_eq!(
+        count(&drops) as u64,
+        created,
+        "every created item dropped exactly once"
+    );
+}
+
+#[test]
+fn stamped_single_items_arrive_once_and_in_order() {
+    let (mut tx, mut rx) = stamped::channel::<Tick>(if cfg!(miri) { 7 } else { 1024 });
+    let producer = std::thread::spawn(move || {
+        for i in 0..n_items() {
+            let mut t = tick(i);
+            while let Err(e) = tx.try_push(t) {
+                t = e.into_inner();
+                std::hint::spin_loop();
+            }
+        }
+    });
+    let mut check = Checker::new();
+    for _ in 0..n_items() {
+        check.see(spin(|| rx.try_pop()));
+    }
+    producer.join().unwrap();
+    assert!(rx.try_pop().is_none());
+    check.finish(n_items());
+}
+
+#[test]
+fn stamped_owned_items_are_each_dropped_once_across_threads() {
+    let drops = counter();
+    let (mut tx, mut rx) = stamped::channel::<Counted>(if cfg!(miri) { 5 } else { 256 });
+    let d = Arc::clone(&drops);
+    let producer = std::thread::spawn(move || {
+        let mut created = 0u64;
+        'outer: for i in 0..N_DROP {
+            let mut item = Counted::new(i, &d);
+            created += 1;
+            while let Err(e) = tx.try_push(item) {
+                item = e.into_inner();
+                if tx.is_abandoned() {
+                    break 'outer;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        created
+    });
+    let take = N_DROP / 2;
+    let consumer = std::thread::spawn(move || {
+        for next in 0..take {
+            assert_eq!(spin(|| rx.try_pop()).id, next);
+        }
+        // Leave with items still inside: the last half out drops them.
+    });
+    consumer.join().unwrap();
+    let created = producer.join().unwrap();
     assert!(created > take);
     assert_eq!(
         count(&drops) as u64,

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 /// `runner queue` options (every default is written here and nowhere else).
 #[derive(Args, Debug, Clone)]
 pub struct QueueArgs {
-    /// Variants, comma-separated [default: all: handoff-spsc,rtrb,std-mutex-condvar,cpp-ring,boost-spsc,mutex-condvar]
+    /// Variants, comma-separated [default: all: handoff-spsc,handoff-stamped,rtrb,std-mutex-condvar,cpp-ring,boost-spsc,mutex-condvar]
     #[arg(long)]
     pub variants: Option<String>,
     /// Cores: producer,consumer[,control thread] [default: adapted to this machine]

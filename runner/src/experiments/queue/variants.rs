@@ -1,4 +1,4 @@
-//! The six variants of the queue experiment and one timed run of any of them.
+//! The seven variants of the queue experiment and one timed run of any of them.
 //!
 //! Rust variants run their hot loops here (generic over a small push/pop trait, so
 //! each is monomorphised); the C++ variants run theirs in `cpp-baseline`. Both sides
@@ -19,6 +19,9 @@ use std::sync::{Condvar, Mutex};
 pub enum Variant {
     /// `handoff_spsc` (this project's ring).
     HandoffSpsc,
+    /// `handoff_spsc::stamped` (this project's ring with a stamp per slot: one cache
+    /// line per item to the consumer).
+    HandoffStamped,
     /// The `rtrb` crate.
     Rtrb,
     /// A Rust twin of the C++ mutex variant: `Mutex<VecDeque>` and two `Condvar`s.
@@ -33,8 +36,9 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant, in report order.
-    pub const ALL: [Variant; 6] = [
+    pub const ALL: [Variant; 7] = [
         Variant::HandoffSpsc,
+        Variant::HandoffStamped,
         Variant::Rtrb,
         Variant::StdMutexCondvar,
         Variant::CppRing,
@@ -46,6 +50,7 @@ impl Variant {
     pub fn name(self) -> &'static str {
         match self {
             Variant::HandoffSpsc => "handoff-spsc",
+            Variant::HandoffStamped => "handoff-stamped",
             Variant::Rtrb => "rtrb",
             Variant::StdMutexCondvar => "std-mutex-condvar",
             Variant::CppRing => "cpp-ring",
@@ -153,6 +158,11 @@ pub fn run_once(variant: Variant, spec: &RunSpec<'_>) -> Result<Stamps> {
                 .map_err(|e| Error::Run(format!("handoff-spsc: {e}")))?;
             two_roles(spec, SpinP(tx), SpinC(rx))
         }
+        Variant::HandoffStamped => {
+            let (tx, rx) = handoff_spsc::stamped::try_channel::<Tick>(spec.capacity)
+                .map_err(|e| Error::Run(format!("handoff-stamped: {e}")))?;
+            two_roles(spec, SpinP(tx), SpinC(rx))
+        }
         Variant::Rtrb => {
             let (tx, rx) = rtrb::RingBuffer::<Tick>::new(spec.capacity);
             two_roles(spec, SpinP(tx), SpinC(rx))
@@ -229,6 +239,19 @@ impl SpinRx for handoff_spsc::Consumer<Tick> {
     #[inline(always)]
     fn try_pop(&mut self) -> Option<Tick> {
         handoff_spsc::Consumer::try_pop(self)
+    }
+}
+impl SpinTx for handoff_spsc::stamped::Producer<Tick> {
+    #[inline(always)]
+    fn try_push(&mut self, t: Tick) -> Result<(), Tick> {
+        handoff_spsc::stamped::Producer::try_push(self, t)
+            .map_err(|handoff_spsc::PushError::Full(t)| t)
+    }
+}
+impl SpinRx for handoff_spsc::stamped::Consumer<Tick> {
+    #[inline(always)]
+    fn try_pop(&mut self) -> Option<Tick> {
+        handoff_spsc::stamped::Consumer::try_pop(self)
     }
 }
 impl SpinTx for rtrb::Producer<Tick> {
