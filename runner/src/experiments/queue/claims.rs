@@ -162,6 +162,21 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 holds(a <= b * 1.05, "handoff-spsc p50 <= 1.05x cpp-ring p50"),
             ));
         }
+        if let (Some(stamped), Some(peer)) = (h(Variant::HandoffStamped), h(Variant::Rtrb)) {
+            let (a, b) = (p(stamped, 0.5), p(peer, 0.5));
+            v.push(Claim::new(
+                "stamped-p50",
+                format!("handoff-stamped p50 below rtrb's: one cache line per item to the consumer instead of two{at}"),
+                "(project target)",
+                format!(
+                    "handoff-stamped {} vs rtrb {} ({:+.1}%)",
+                    fmt_ns(a),
+                    fmt_ns(b),
+                    (a / b - 1.0) * 100.0
+                ),
+                holds(a < b, "handoff-stamped p50 < rtrb p50, merged histograms"),
+            ));
+        }
     }
 
     if out.of(Mode::Sweep).next().is_some() {
