@@ -1,5 +1,6 @@
-//! SPSC ring benchmarks: handoff against rtrb and crossbeam's `ArrayQueue`, measured in
-//! the same run on the same two pinned cores.
+//! SPSC ring benchmarks: handoff (the default ring and `handoff_spsc::stamped`) against
+//! rtrb and crossbeam's `ArrayQueue`, measured in the same run on the same two pinned
+//! cores.
 //!
 //! * `spsc_throughput`: 16-byte items, capacity 1024, a producer thread and a consumer
 //!   thread pinned to two different cores; time from the producer's start to the
@@ -10,8 +11,10 @@
 //!   back to back, many times, and the median of the per-pair ratios is printed. On a
 //!   shared or virtualised host the speed of cross-core traffic drifts within seconds,
 //!   so ratios of neighbouring runs are steadier than two separate criterion groups.
-//!   The paired section has three parts, each selectable by name:
-//!   `spsc_paired/single`, `spsc_paired/batch`, `spsc_paired/round_trip`.
+//!   The paired section has five parts, each selectable by name:
+//!   `spsc_paired/single`, `spsc_paired/batch`, `spsc_paired/round_trip`, and the
+//!   stamped ring against rtrb, `spsc_paired/stamped_single` and
+//!   `spsc_paired/stamped_round_trip`.
 //! * Every single-item run also counts failed pushes and failed pops per item and samples
 //!   the ring's occupancy; the medians are printed under the single-item pair (and after
 //!   `spsc_throughput` for all three contenders). `HANDOFF_SPSC_WORK=P,C` adds busy work

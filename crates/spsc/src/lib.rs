@@ -11,6 +11,9 @@
 //! * Batches publish the shared index once: [`Producer::push_slice`] /
 //!   [`Consumer::pop_slice`] for `Copy` items, and the zero-copy
 //!   [`Producer::write_chunk`] / [`Consumer::read_chunk`] for any `T`.
+//! * [`stamped`] is a single-item ring for latency: its consumer finds each item by a
+//!   stamp in the item's own slot, so an item reaches it in one cache-line transfer
+//!   instead of two (no slice or chunk API; see [`stamped::channel`]).
 //! * Items still in the ring when both halves are gone are dropped exactly once.
 //! * Leak-safe: forgetting any guard (`mem::forget` of a [`ReadChunk`], a
 //!   [`WriteChunk`] or a handle) can leak items but never hands one out or drops one
