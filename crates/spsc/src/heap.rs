@@ -80,23 +80,10 @@ pub fn channel<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
 /// assert!(handoff_spsc::try_channel::<u32>(0).is_err());
 /// ```
 pub fn try_channel<T>(capacity: usize) -> Result<(Producer<T>, Consumer<T>), CapacityError> {
-    if capacity == 0 {
-        return Err(CapacityError::Zero);
-    }
-    let too_large = CapacityError::TooLarge {
-        requested: capacity,
-    };
-    let slots = capacity.checked_next_power_of_two().ok_or(too_large)?;
-    let bytes = core::alloc::Layout::array::<T>(slots)
-        .map_err(|_| too_large)?
-        .size();
-    let mut storage: Vec<MaybeUninit<T>> = Vec::new();
-    storage
-        .try_reserve_exact(slots)
-        .map_err(|_| CapacityError::AllocFailed {
-            requested: capacity,
-            bytes,
-        })?;
+    let mut storage: Vec<MaybeUninit<T>> = reserve_slots(capacity)?;
+    // Cannot overflow: `reserve_slots` checked it. (Not `storage.capacity()`, which is
+    // `usize::MAX` for a zero-sized `T`.)
+    let slots = capacity.next_power_of_two();
     // SAFETY: `try_reserve_exact` made room for `slots` elements, and `MaybeUninit<T>`
     // needs no initialisation. (No per-element loop: for a zero-sized `T`, `slots` can be
     // huge.)
@@ -121,6 +108,30 @@ pub fn try_channel<T>(capacity: usize) -> Result<(Producer<T>, Consumer<T>), Cap
         _ring: Arc::clone(&ring),
     };
     Ok(pair(raw, producer_backing, Heap { _ring: ring }))
+}
+
+/// An empty `Vec` with room for the power-of-two slot count that `capacity` needs
+/// (`capacity.next_power_of_two()`, which this checks does not overflow), or the reason
+/// there is none. Shared by both heap rings.
+pub(crate) fn reserve_slots<S>(capacity: usize) -> Result<Vec<S>, CapacityError> {
+    if capacity == 0 {
+        return Err(CapacityError::Zero);
+    }
+    let too_large = CapacityError::TooLarge {
+        requested: capacity,
+    };
+    let slots = capacity.checked_next_power_of_two().ok_or(too_large)?;
+    let bytes = core::alloc::Layout::array::<S>(slots)
+        .map_err(|_| too_large)?
+        .size();
+    let mut storage = Vec::new();
+    storage
+        .try_reserve_exact(slots)
+        .map_err(|_| CapacityError::AllocFailed {
+            requested: capacity,
+            bytes,
+        })?;
+    Ok(storage)
 }
 
 #[cfg(all(test, not(loom)))]

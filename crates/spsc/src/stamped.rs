@@ -215,25 +215,10 @@ fn with_start<T>(
     capacity: usize,
     start: usize,
 ) -> Result<(Producer<T>, Consumer<T>), CapacityError> {
-    if capacity == 0 {
-        return Err(CapacityError::Zero);
-    }
-    let too_large = CapacityError::TooLarge {
-        requested: capacity,
-    };
-    let n = capacity.checked_next_power_of_two().ok_or(too_large)?;
-    let bytes = core::alloc::Layout::array::<Slot<T>>(n)
-        .map_err(|_| too_large)?
-        .size();
-    let mut slots: Vec<Slot<T>> = Vec::new();
-    slots
-        .try_reserve_exact(n)
-        .map_err(|_| CapacityError::AllocFailed {
-            requested: capacity,
-            bytes,
-        })?;
-    // Every slot starts with a stamp that is not the one its first index will look
-    // for: the index itself (the consumer at index `i` waits for `i + 1`).
+    let mut slots: Vec<Slot<T>> = crate::heap::reserve_slots(capacity)?;
+    let n = capacity.next_power_of_two(); // checked by `reserve_slots`
+                                          // Every slot starts with a stamp that is not the one its first index will look
+                                          // for: the index itself (the consumer at index `i` waits for `i + 1`).
     let mask = n - 1;
     let mut first_index = alloc::vec![0usize; n];
     for k in 0..n {

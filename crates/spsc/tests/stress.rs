@@ -63,25 +63,71 @@ impl Checker {
     }
 }
 
-#[test]
-fn single_items_arrive_once_and_in_order() {
-    let (mut tx, mut rx) = channel::<Tick>(if cfg!(miri) { 7 } else { 1024 });
+/// The two halves of either heap ring, so that each two-thread test runs on both.
+trait Tx<T>: Send + 'static {
+    fn push(&mut self, v: T) -> Result<(), T>;
+    fn abandoned(&self) -> bool;
+}
+trait Rx<T>: Send + 'static {
+    fn pop(&mut self) -> Option<T>;
+}
+
+impl<T: Send + 'static> Tx<T> for handoff_spsc::Producer<T> {
+    fn push(&mut self, v: T) -> Result<(), T> {
+        self.try_push(v).map_err(|e| e.into_inner())
+    }
+    fn abandoned(&self) -> bool {
+        self.is_abandoned()
+    }
+}
+impl<T: Send + 'static> Rx<T> for handoff_spsc::Consumer<T> {
+    fn pop(&mut self) -> Option<T> {
+        self.try_pop()
+    }
+}
+impl<T: Send + 'static> Tx<T> for stamped::Producer<T> {
+    fn push(&mut self, v: T) -> Result<(), T> {
+        self.try_push(v).map_err(|e| e.into_inner())
+    }
+    fn abandoned(&self) -> bool {
+        self.is_abandoned()
+    }
+}
+impl<T: Send + 'static> Rx<T> for stamped::Consumer<T> {
+    fn pop(&mut self) -> Option<T> {
+        self.try_pop()
+    }
+}
+
+fn single_items_through(mut tx: impl Tx<Tick>, mut rx: impl Rx<Tick>) {
     let producer = std::thread::spawn(move || {
         for i in 0..n_items() {
             let mut t = tick(i);
-            while let Err(e) = tx.try_push(t) {
-                t = e.into_inner();
+            while let Err(back) = tx.push(t) {
+                t = back;
                 std::hint::spin_loop();
             }
         }
     });
     let mut check = Checker::new();
     for _ in 0..n_items() {
-        check.see(spin(|| rx.try_pop()));
+        check.see(spin(|| rx.pop()));
     }
     producer.join().unwrap();
-    assert!(rx.try_pop().is_none());
+    assert!(rx.pop().is_none());
     check.finish(n_items());
+}
+
+#[test]
+fn single_items_arrive_once_and_in_order() {
+    let (tx, rx) = channel::<Tick>(if cfg!(miri) { 7 } else { 1024 });
+    single_items_through(tx, rx);
+}
+
+#[test]
+fn stamped_single_items_arrive_once_and_in_order() {
+    let (tx, rx) = stamped::channel::<Tick>(if cfg!(miri) { 7 } else { 1024 });
+    single_items_through(tx, rx);
 }
 
 #[test]
@@ -151,21 +197,21 @@ fn chunks_arrive_once_and_in_order() {
     check.finish(n_items());
 }
 
-#[test]
-fn owned_items_are_each_dropped_once_across_threads() {
+/// The producer pushes owned items until the consumer, after taking half of them,
+/// leaves; every item created is dropped exactly once: refused ones by the producer,
+/// the ones still inside by whichever half goes last.
+fn owned_items_dropped_once(make: impl FnOnce() -> (Box<dyn Tx<Counted>>, Box<dyn Rx<Counted>>)) {
     let drops = counter();
-    let (mut tx, mut rx) = channel::<Counted>(if cfg!(miri) { 5 } else { 256 });
+    let (mut tx, mut rx) = make();
     let d = Arc::clone(&drops);
     let producer = std::thread::spawn(move || {
-        // Push until the consumer leaves; the item refused then is dropped here, and the
-        // items still in the ring are dropped by whichever handle goes last.
         let mut created = 0u64;
         'outer: for i in 0..N_DROP {
             let mut item = Counted::new(i, &d);
             created += 1;
-            while let Err(e) = tx.try_push(item) {
-                item = e.into_inner();
-                if tx.is_abandoned() {
+            while let Err(back) = tx.push(item) {
+                item = back;
+                if tx.abandoned() {
                     break 'outer;
                 }
                 std::hint::spin_loop();
@@ -178,7 +224,7 @@ fn owned_items_are_each_dropped_once_across_threads() {
     let r = Arc::clone(&received);
     let consumer = std::thread::spawn(move || {
         for next in 0..take {
-            let item = spin(|| rx.try_pop());
+            let item = spin(|| rx.pop());
             assert_eq!(item.id, next);
             r.fetch_add(1, Ordering::Relaxed);
         }
@@ -196,59 +242,17 @@ fn owned_items_are_each_dropped_once_across_threads() {
 }
 
 #[test]
-fn stamped_single_items_arrive_once_and_in_order() {
-    let (mut tx, mut rx) = stamped::channel::<Tick>(if cfg!(miri) { 7 } else { 1024 });
-    let producer = std::thread::spawn(move || {
-        for i in 0..n_items() {
-            let mut t = tick(i);
-            while let Err(e) = tx.try_push(t) {
-                t = e.into_inner();
-                std::hint::spin_loop();
-            }
-        }
+fn owned_items_are_each_dropped_once_across_threads() {
+    owned_items_dropped_once(|| {
+        let (tx, rx) = channel::<Counted>(if cfg!(miri) { 5 } else { 256 });
+        (Box::new(tx), Box::new(rx))
     });
-    let mut check = Checker::new();
-    for _ in 0..n_items() {
-        check.see(spin(|| rx.try_pop()));
-    }
-    producer.join().unwrap();
-    assert!(rx.try_pop().is_none());
-    check.finish(n_items());
 }
 
 #[test]
 fn stamped_owned_items_are_each_dropped_once_across_threads() {
-    let drops = counter();
-    let (mut tx, mut rx) = stamped::channel::<Counted>(if cfg!(miri) { 5 } else { 256 });
-    let d = Arc::clone(&drops);
-    let producer = std::thread::spawn(move || {
-        let mut created = 0u64;
-        'outer: for i in 0..N_DROP {
-            let mut item = Counted::new(i, &d);
-            created += 1;
-            while let Err(e) = tx.try_push(item) {
-                item = e.into_inner();
-                if tx.is_abandoned() {
-                    break 'outer;
-                }
-                std::hint::spin_loop();
-            }
-        }
-        created
+    owned_items_dropped_once(|| {
+        let (tx, rx) = stamped::channel::<Counted>(if cfg!(miri) { 5 } else { 256 });
+        (Box::new(tx), Box::new(rx))
     });
-    let take = N_DROP / 2;
-    let consumer = std::thread::spawn(move || {
-        for next in 0..take {
-            assert_eq!(spin(|| rx.try_pop()).id, next);
-        }
-        // Leave with items still inside: the last half out drops them.
-    });
-    consumer.join().unwrap();
-    let created = producer.join().unwrap();
-    assert!(created > take);
-    assert_eq!(
-        count(&drops) as u64,
-        created,
-        "every created item dropped exactly once"
-    );
 }
