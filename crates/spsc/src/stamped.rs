@@ -216,17 +216,14 @@ fn with_start<T>(
     start: usize,
 ) -> Result<(Producer<T>, Consumer<T>), CapacityError> {
     let mut slots: Vec<Slot<T>> = crate::heap::reserve_slots(capacity)?;
-    let n = capacity.next_power_of_two(); // checked by `reserve_slots`
-                                          // Every slot starts with a stamp that is not the one its first index will look
-                                          // for: the index itself (the consumer at index `i` waits for `i + 1`).
+    // Cannot overflow: `reserve_slots` checked it.
+    let n = capacity.next_power_of_two();
+    // Every slot starts with a stamp that is not the one its first index will look
+    // for: that index itself (the consumer at index `i` waits for `i + 1`). Slot `j`
+    // first serves index `start + ((j - start) & mask)`.
     let mask = n - 1;
-    let mut first_index = alloc::vec![0usize; n];
-    for k in 0..n {
-        let i = start.wrapping_add(k);
-        first_index[i & mask] = i;
-    }
-    slots.extend(first_index.into_iter().map(|i| Slot {
-        stamp: AtomicUsize::new(i),
+    slots.extend((0..n).map(|j| Slot {
+        stamp: AtomicUsize::new(start.wrapping_add(j.wrapping_sub(start) & mask)),
         value: UnsafeCell::new(MaybeUninit::uninit()),
     }));
     let shared = Arc::new(Shared {
