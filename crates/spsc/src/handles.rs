@@ -276,7 +276,10 @@ impl<T, B: Backing> Producer<T, B> {
 
 impl<T, B: Backing> Consumer<T, B> {
     /// Pops the oldest item, or returns `None` if the ring is empty. Never blocks. The
-    /// producer's index is read only when the consumer's cached copy says empty.
+    /// producer's index is read only when the consumer's cached copy says empty, and a
+    /// call that finds the ring empty spends one [`core::hint::spin_loop`] (x86 `pause`,
+    /// about 17 ns on the Xeon guest) before returning, so a bare `while let None`
+    /// loop polls politely (docs/spsc.md, "The empty poll's pause").
     ///
     /// ```
     /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(2);
@@ -287,7 +290,7 @@ impl<T, B: Backing> Consumer<T, B> {
     #[inline]
     pub fn try_pop(&mut self) -> Option<T> {
         let head = self.head;
-        if head == self.cached_tail.get() && self.refresh_ready() == 0 {
+        if head == self.cached_tail.get() && self.poll_ready() == 0 {
             return None;
         }
         // SAFETY: `head < cached_tail <= tail`: the slot holds an item the producer
@@ -308,7 +311,7 @@ impl<T, B: Backing> Consumer<T, B> {
     #[inline]
     pub fn peek(&self) -> Option<&T> {
         let head = self.head;
-        if head == self.cached_tail.get() && self.refresh_ready() == 0 {
+        if head == self.cached_tail.get() && self.poll_ready() == 0 {
             return None;
         }
         // SAFETY: the slot is initialised and only `&mut self` methods (which this
@@ -335,6 +338,7 @@ impl<T, B: Backing> Consumer<T, B> {
         if n == 0 {
             return 0;
         }
+        self.prefetch_next(n, dst.len());
         let head = self.head;
         self.raw.track_read(head, n);
         let (a, a_len, b, b_len) = self.raw.segments(head, n);
@@ -366,6 +370,7 @@ impl<T, B: Backing> Consumer<T, B> {
     #[inline]
     pub fn read_chunk(&mut self, max: usize) -> ReadChunk<'_, T> {
         let n = max.min(self.ready_hint(max));
+        self.prefetch_next(n, max);
         self.raw.track_read(self.head, n);
         ReadChunk::new(&self.raw, &mut self.head, n)
     }
@@ -431,6 +436,17 @@ impl<T, B: Backing> Consumer<T, B> {
         self.raw.other_dropped()
     }
 
+    /// Taking `n` items now, starts loading the lines of up to `max` ready items after
+    /// them (as far as the cached `tail`), so the next chunk's lines cross from the
+    /// producer's core while this one is read. Measured: +15-40% batch throughput on
+    /// the 2-vCPU Xeon guest (docs/spsc.md).
+    #[inline(always)]
+    fn prefetch_next(&self, n: usize, max: usize) {
+        let start = self.head.wrapping_add(n);
+        let ready = self.cached_tail.get().wrapping_sub(start);
+        self.raw.prefetch(start, ready.min(max));
+    }
+
     /// Ready items according to the cache; reloads `tail` only when fewer than `want`.
     #[inline(always)]
     fn ready_hint(&self, want: usize) -> usize {
@@ -438,8 +454,23 @@ impl<T, B: Backing> Consumer<T, B> {
         if cached >= want {
             cached
         } else {
-            self.refresh_ready()
+            self.poll_ready()
         }
+    }
+
+    /// [`refresh_ready`](Self::refresh_ready) for the calls that take items (`try_pop`,
+    /// `peek`, `pop_slice`, `read_chunk`): if none is ready, one `pause` before the
+    /// caller returns empty-handed. A consumer spinning on them then loads `tail` less
+    /// often, so it takes the line from the producer less often and piles up fewer
+    /// speculative loads for the producer's store to flush (round trip 1.3x faster on
+    /// the Xeon guest, paced p50 unchanged; docs/spsc.md).
+    #[inline]
+    fn poll_ready(&self) -> usize {
+        let ready = self.refresh_ready();
+        if ready == 0 {
+            core::hint::spin_loop();
+        }
+        ready
     }
 
     /// Loads the producer's `tail`, updates the cache, returns the ready item count.
