@@ -88,3 +88,13 @@ impl fmt::Display for CapacityError {
 }
 
 impl core::error::Error for CapacityError {}
+
+/// The panicking constructors' one line: the value, or a panic with the error's text at
+/// the caller's location.
+#[track_caller]
+pub(crate) fn or_panic<R>(result: Result<R, CapacityError>) -> R {
+    match result {
+        Ok(value) => value,
+        Err(e) => panic!("{e}"),
+    }
+}

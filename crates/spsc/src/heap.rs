@@ -66,10 +66,7 @@ impl<T> Drop for HeapRing<T> {
 /// ```
 #[track_caller]
 pub fn channel<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
-    match try_channel(capacity) {
-        Ok(pair) => pair,
-        Err(e) => panic!("{e}"),
-    }
+    crate::error::or_panic(try_channel(capacity))
 }
 
 /// Creates a ring that holds exactly `capacity` items, or says why it cannot.

@@ -192,10 +192,7 @@ unsafe impl<T: Send> Send for Consumer<T> {}
 /// ```
 #[track_caller]
 pub fn channel<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
-    match try_channel(capacity) {
-        Ok(pair) => pair,
-        Err(e) => panic!("{e}"),
-    }
+    crate::error::or_panic(try_channel(capacity))
 }
 
 /// Creates a stamped ring that holds exactly `capacity` items, or says why it cannot.
@@ -308,9 +305,11 @@ impl<T> Producer<T> {
     /// let (mut tx, _rx) = handoff_spsc::stamped::channel::<u8>(3);
     /// tx.try_push(0).unwrap();
     /// assert_eq!(tx.free_len(), 2);
+    /// let tx = tx; // `&self` is enough
+    /// assert_eq!(tx.free_len(), 2);
     /// ```
-    pub fn free_len(&mut self) -> usize {
-        self.refresh_free()
+    pub fn free_len(&self) -> usize {
+        self.capacity - self.len()
     }
 
     /// Items in the ring as seen by the producer (the consumer may have taken some

@@ -1,5 +1,6 @@
 //! Single-threaded behaviour of the ring: capacity, ordering, wrap-around, batches,
 //! chunks, abandonment and errors.
+#![cfg(not(loom))]
 
 use handoff_spsc::{channel, try_channel, CapacityError, PushError, StaticChannel};
 

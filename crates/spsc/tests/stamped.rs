@@ -1,6 +1,7 @@
 //! The stamped ring (`handoff_spsc::stamped`) on one thread: bad input, exact capacity,
 //! every item dropped once (also when a destructor panics at teardown), forgotten
 //! halves. Its two-thread stress tests are in `stress.rs`, its loom models in `loom.rs`.
+#![cfg(not(loom))]
 
 mod common;
 
