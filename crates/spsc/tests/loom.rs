@@ -13,25 +13,88 @@ use std::sync::Arc;
 use handoff_spsc::channel;
 use loom::thread;
 
-fn push_spin<T>(tx: &mut handoff_spsc::Producer<T>, mut v: T) {
+/// The single-item calls both rings have, so that one model body checks both.
+trait Tx<T>: Send + 'static {
+    fn push(&mut self, v: T) -> Result<(), T>;
+}
+
+/// The consumer side of [`Tx`].
+trait Rx<T>: Send + 'static {
+    fn pop(&mut self) -> Option<T>;
+    fn peek_at(&self) -> Option<&T>;
+}
+
+impl<T: Send + 'static> Tx<T> for handoff_spsc::Producer<T> {
+    fn push(&mut self, v: T) -> Result<(), T> {
+        self.try_push(v).map_err(|e| e.into_inner())
+    }
+}
+
+impl<T: Send + 'static> Rx<T> for handoff_spsc::Consumer<T> {
+    fn pop(&mut self) -> Option<T> {
+        self.try_pop()
+    }
+    fn peek_at(&self) -> Option<&T> {
+        self.peek()
+    }
+}
+
+impl<T: Send + 'static> Tx<T> for handoff_spsc::stamped::Producer<T> {
+    fn push(&mut self, v: T) -> Result<(), T> {
+        self.try_push(v).map_err(|e| e.into_inner())
+    }
+}
+
+impl<T: Send + 'static> Rx<T> for handoff_spsc::stamped::Consumer<T> {
+    fn pop(&mut self) -> Option<T> {
+        self.try_pop()
+    }
+    fn peek_at(&self) -> Option<&T> {
+        self.peek()
+    }
+}
+
+fn push_spin<T>(tx: &mut impl Tx<T>, mut v: T) {
     loop {
-        match tx.try_push(v) {
+        match tx.push(v) {
             Ok(()) => return,
-            Err(e) => {
-                v = e.into_inner();
+            Err(back) => {
+                v = back;
                 thread::yield_now();
             }
         }
     }
 }
 
-fn pop_spin<T>(rx: &mut handoff_spsc::Consumer<T>) -> T {
+fn pop_spin<T>(rx: &mut impl Rx<T>) -> T {
     loop {
-        if let Some(v) = rx.try_pop() {
+        if let Some(v) = rx.pop() {
             return v;
         }
         thread::yield_now();
     }
+}
+
+/// `peek` on a one-slot ring sees the first item once it is published, and popping
+/// then yields both items in order.
+fn peek_sees_a_published_item_in<P: Tx<u32>, C: Rx<u32>>(make: fn(usize) -> (P, C)) {
+    loom::model(move || {
+        let (mut tx, mut rx) = make(1);
+        let p = thread::spawn(move || {
+            push_spin(&mut tx, 5);
+            push_spin(&mut tx, 6);
+        });
+        loop {
+            if let Some(v) = rx.peek_at() {
+                assert_eq!(*v, 5);
+                break;
+            }
+            thread::yield_now();
+        }
+        assert_eq!(pop_spin(&mut rx), 5);
+        assert_eq!(pop_spin(&mut rx), 6);
+        p.join().unwrap();
+    });
 }
 
 /// A producer thread that pushes `0..n` in order, spinning while the ring is full.
@@ -58,23 +121,7 @@ fn push_pop_in_order_through_a_full_ring() {
 
 #[test]
 fn peek_sees_a_published_item() {
-    loom::model(|| {
-        let (mut tx, mut rx) = channel::<u32>(1);
-        let p = thread::spawn(move || {
-            push_spin(&mut tx, 5);
-            push_spin(&mut tx, 6);
-        });
-        loop {
-            if let Some(v) = rx.peek() {
-                assert_eq!(*v, 5);
-                break;
-            }
-            thread::yield_now();
-        }
-        assert_eq!(pop_spin(&mut rx), 5);
-        assert_eq!(pop_spin(&mut rx), 6);
-        p.join().unwrap();
-    });
+    peek_sees_a_published_item_in(channel::<u32>);
 }
 
 #[test]
@@ -232,33 +279,14 @@ fn forgotten_consume_then_teardown_drops_each_item_once() {
 // The stamped ring: the consumer learns of an item from its slot's stamp, not `tail`.
 
 mod stamped {
-    use super::Counted;
-    use handoff_spsc::stamped::{channel, Consumer, Producer};
+    use super::{pop_spin, push_spin, Counted};
+    use handoff_spsc::stamped::channel;
     use loom::sync::atomic::{AtomicBool, Ordering};
     use loom::sync::Arc;
     use loom::thread;
     // Drop counting outside the model, as in the models above.
     use std::sync::atomic::{AtomicUsize, Ordering as StdOrdering};
 
-    fn push_spin<T>(tx: &mut Producer<T>, mut v: T) {
-        while let Err(e) = tx.try_push(v) {
-            v = e.into_inner();
-            thread::yield_now();
-        }
-    }
-
-    fn pop_spin<T>(rx: &mut Consumer<T>) -> T {
-        loop {
-            if let Some(v) = rx.try_pop() {
-                return v;
-            }
-            thread::yield_now();
-        }
-    }
-
-    /// Three items through one or two slots: every slot is reused, so a stamp from the
-    /// lap before must never pass for a new item, and the producer must never write a
-    /// slot the consumer is still reading (loom's cells report that as a race).
     #[test]
     fn items_arrive_in_order_through_reused_slots() {
         for capacity in [1, 2] {
@@ -302,23 +330,7 @@ mod stamped {
 
     #[test]
     fn peek_sees_a_published_item() {
-        loom::model(|| {
-            let (mut tx, mut rx) = channel::<u32>(1);
-            let p = thread::spawn(move || {
-                push_spin(&mut tx, 5);
-                push_spin(&mut tx, 6);
-            });
-            loop {
-                if let Some(v) = rx.peek() {
-                    assert_eq!(*v, 5);
-                    break;
-                }
-                thread::yield_now();
-            }
-            assert_eq!(pop_spin(&mut rx), 5);
-            assert_eq!(pop_spin(&mut rx), 6);
-            p.join().unwrap();
-        });
+        super::peek_sees_a_published_item_in(channel::<u32>);
     }
 
     #[test]
