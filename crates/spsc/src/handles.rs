@@ -438,8 +438,8 @@ impl<T, B: Backing> Consumer<T, B> {
 
     /// Taking `n` items now, starts loading the lines of up to `max` ready items after
     /// them (as far as the cached `tail`), so the next chunk's lines cross from the
-    /// producer's core while this one is read. Measured: +15-40% batch throughput on
-    /// the 2-vCPU Xeon guest (docs/spsc.md).
+    /// producer's core while this one is read. Measured on the 2-vCPU Xeon guest: batches
+    /// at 401-422 M items/s against 282-362 without it (docs/spsc.md).
     #[inline(always)]
     fn prefetch_next(&self, n: usize, max: usize) {
         let start = self.head.wrapping_add(n);

@@ -22,6 +22,7 @@ trait Tx<T>: Send + 'static {
 trait Rx<T>: Send + 'static {
     fn pop(&mut self) -> Option<T>;
     fn peek_at(&self) -> Option<&T>;
+    fn abandoned(&self) -> bool;
 }
 
 impl<T: Send + 'static> Tx<T> for handoff_spsc::Producer<T> {
@@ -37,6 +38,9 @@ impl<T: Send + 'static> Rx<T> for handoff_spsc::Consumer<T> {
     fn peek_at(&self) -> Option<&T> {
         self.peek()
     }
+    fn abandoned(&self) -> bool {
+        self.is_abandoned()
+    }
 }
 
 impl<T: Send + 'static> Tx<T> for handoff_spsc::stamped::Producer<T> {
@@ -51,6 +55,9 @@ impl<T: Send + 'static> Rx<T> for handoff_spsc::stamped::Consumer<T> {
     }
     fn peek_at(&self) -> Option<&T> {
         self.peek()
+    }
+    fn abandoned(&self) -> bool {
+        self.is_abandoned()
     }
 }
 
@@ -190,45 +197,56 @@ impl Drop for Counted {
     }
 }
 
-#[test]
-fn leftovers_are_dropped_once_whichever_handle_goes_last() {
-    loom::model(|| {
+/// Two values offered to a capacity-2 ring while the consumer pops at most one and
+/// leaves: whichever half is dropped last, each value is dropped exactly once (popped,
+/// refused or left in the ring).
+fn leftovers_are_dropped_once_in<P: Tx<Counted>, C: Rx<Counted>>(make: fn(usize) -> (P, C)) {
+    loom::model(move || {
         let drops = Arc::new(AtomicUsize::new(0));
-        let (mut tx, mut rx) = channel::<Counted>(2);
+        let (mut tx, mut rx) = make(2);
         let d = drops.clone();
         let p = thread::spawn(move || {
             for _ in 0..2 {
-                if tx.try_push(Counted(d.clone())).is_err() {
-                    // The refused value is handed back and dropped here.
-                }
+                // A refused value is handed back and dropped here.
+                let _ = tx.push(Counted(d.clone()));
             }
             // `tx` dropped here, racing with the consumer's drop.
         });
-        // Pop at most one, then leave.
-        drop(rx.try_pop());
+        drop(rx.pop());
         drop(rx);
         p.join().unwrap();
         assert_eq!(drops.load(Ordering::Relaxed), 2);
     });
 }
 
-#[test]
-fn abandonment_is_seen_and_items_pushed_before_are_not_lost() {
-    loom::model(|| {
-        let (mut tx, mut rx) = channel::<u32>(2);
+/// Once the consumer sees the producer gone, everything it pushed is visible.
+fn abandonment_is_seen_and_items_pushed_before_are_not_lost_in<P: Tx<u32>, C: Rx<u32>>(
+    make: fn(usize) -> (P, C),
+) {
+    loom::model(move || {
+        let (mut tx, mut rx) = make(2);
         let p = thread::spawn(move || {
-            tx.try_push(1).unwrap();
-            tx.try_push(2).unwrap();
+            tx.push(1).unwrap();
+            tx.push(2).unwrap();
         });
-        while !rx.is_abandoned() {
+        while !rx.abandoned() {
             thread::yield_now();
         }
-        // Once the producer is seen gone, everything it pushed is visible.
-        assert_eq!(rx.try_pop(), Some(1));
-        assert_eq!(rx.try_pop(), Some(2));
-        assert_eq!(rx.try_pop(), None);
+        assert_eq!(rx.pop(), Some(1));
+        assert_eq!(rx.pop(), Some(2));
+        assert_eq!(rx.pop(), None);
         p.join().unwrap();
     });
+}
+
+#[test]
+fn leftovers_are_dropped_once_whichever_handle_goes_last() {
+    leftovers_are_dropped_once_in(channel::<Counted>);
+}
+
+#[test]
+fn abandonment_is_seen_and_items_pushed_before_are_not_lost() {
+    abandonment_is_seen_and_items_pushed_before_are_not_lost_in(channel::<u32>);
 }
 
 #[test]
@@ -279,13 +297,11 @@ fn forgotten_consume_then_teardown_drops_each_item_once() {
 // The stamped ring: the consumer learns of an item from its slot's stamp, not `tail`.
 
 mod stamped {
-    use super::{pop_spin, push_spin, Counted};
+    use super::{pop_spin, push_spin};
     use handoff_spsc::stamped::channel;
     use loom::sync::atomic::{AtomicBool, Ordering};
     use loom::sync::Arc;
     use loom::thread;
-    // Drop counting outside the model, as in the models above.
-    use std::sync::atomic::{AtomicUsize, Ordering as StdOrdering};
 
     #[test]
     fn items_arrive_in_order_through_reused_slots() {
@@ -335,38 +351,11 @@ mod stamped {
 
     #[test]
     fn leftovers_are_dropped_once_whichever_half_goes_last() {
-        loom::model(|| {
-            let drops = std::sync::Arc::new(AtomicUsize::new(0));
-            let (mut tx, mut rx) = channel::<Counted>(2);
-            let d = drops.clone();
-            let p = thread::spawn(move || {
-                for _ in 0..2 {
-                    // A refused value is handed back and dropped here.
-                    let _ = tx.try_push(Counted(d.clone()));
-                }
-            });
-            drop(rx.try_pop());
-            drop(rx);
-            p.join().unwrap();
-            assert_eq!(drops.load(StdOrdering::Relaxed), 2);
-        });
+        super::leftovers_are_dropped_once_in(channel::<super::Counted>);
     }
 
     #[test]
     fn abandonment_is_seen_and_items_pushed_before_are_not_lost() {
-        loom::model(|| {
-            let (mut tx, mut rx) = channel::<u32>(2);
-            let p = thread::spawn(move || {
-                tx.try_push(1).unwrap();
-                tx.try_push(2).unwrap();
-            });
-            while !rx.is_abandoned() {
-                thread::yield_now();
-            }
-            assert_eq!(rx.try_pop(), Some(1));
-            assert_eq!(rx.try_pop(), Some(2));
-            assert_eq!(rx.try_pop(), None);
-            p.join().unwrap();
-        });
+        super::abandonment_is_seen_and_items_pushed_before_are_not_lost_in(channel::<u32>);
     }
 }
