@@ -8,6 +8,13 @@
 //!   `handoff_spsc` ring (capacity 1024) to a consumer thread that frees it:
 //!   `return_queue`, `arena`, `box_system`, `box_mimalloc`. Objects per second. The
 //!   consumer checks every sequence number.
+//! * `policy_interleaved`: document 001's interleaved scenario, one thread allocating
+//!   and releasing one object again and again from `handoff::pool::Pool` under each
+//!   policy (`single_threaded`, `locked`, `lock_free`, `thread_cached`) and from
+//!   `Box` (`box_system`). Time per alloc + release.
+//! * `policy_concurrent`: the same loop on both cores at once, sharing one pool (the
+//!   thread-safe policies) or the system allocator; aggregate time per alloc + release
+//!   (wall time / both threads' operations), document 001's concurrent convention.
 //! * After criterion's groups, a paired section alternates contenders back to back and
 //!   prints the median per-pair ratio (see benches/spsc.rs for why).
 //!
@@ -17,9 +24,10 @@
 
 mod common;
 
-use common::{paired, two_threads, Run};
+use common::{both_cores, paired, two_threads, Run};
 use criterion::{criterion_group, Criterion, SamplingMode, Throughput};
-use handoff::pool::{arena, return_queue, Freelist};
+use handoff::pool::policy::{LockFree, Locked, Policy, SingleThreaded, ThreadCached};
+use handoff::pool::{arena, return_queue, Capacity, Freelist, Pool};
 use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -224,7 +232,136 @@ fn pool_cross_thread(c: &mut Criterion) {
     g.finish();
 }
 
+// ---------------------------------------------------------------------- policies
+
+/// Slots of the policy pools: fixed, far more than the loops keep live.
+const POLICY_SLOTS: usize = 4096;
+
+/// Document 001's block: 64 bytes with malloc's own alignment, so `Box` takes
+/// glibc's plain `malloc(64)` path (an `align(64)` type would take its slower
+/// `memalign` path and flatter the pools).
+type Block = [u64; 8];
+
+#[inline(always)]
+fn block(seq: u64) -> Block {
+    [seq; 8]
+}
+
+/// One thread: allocate, touch, release, `n` times.
+fn interleaved<P: Policy>(n: u64) -> Duration {
+    let pool = Pool::<Block, P>::new(Capacity::Fixed(POLICY_SLOTS)).unwrap();
+    let t = Instant::now();
+    for i in 0..n {
+        let Ok(o) = pool.alloc(block(i)) else {
+            panic!("one object live at a time")
+        };
+        black_box(&*o);
+    }
+    t.elapsed()
+}
+
+fn interleaved_box(n: u64) -> Duration {
+    let t = Instant::now();
+    for i in 0..n {
+        black_box(Box::new(block(i)));
+    }
+    t.elapsed()
+}
+
+/// Both cores at once, `n` operations each, on one shared pool; the time per
+/// operation is then wall time / 2n, so the paired section runs `n / 2` per thread.
+fn concurrent<P: Policy>(n: u64) -> Duration
+where
+    Pool<Block, P>: Sync,
+{
+    let pool = Pool::<Block, P>::new(Capacity::Fixed(POLICY_SLOTS)).unwrap();
+    let per = n / 2;
+    both_cores(|| {
+        for i in 0..per {
+            let Ok(o) = pool.alloc(block(i)) else {
+                panic!("two objects live at a time")
+            };
+            black_box(&*o);
+        }
+    })
+}
+
+fn concurrent_box(n: u64) -> Duration {
+    let per = n / 2;
+    both_cores(|| {
+        for i in 0..per {
+            black_box(Box::new(block(i)));
+        }
+    })
+}
+
+const INTERLEAVED: [(&str, Run); 5] = [
+    ("single_threaded", interleaved::<SingleThreaded>),
+    ("locked", interleaved::<Locked>),
+    ("lock_free", interleaved::<LockFree>),
+    ("thread_cached", interleaved::<ThreadCached>),
+    ("box_system", interleaved_box),
+];
+
+const CONCURRENT: [(&str, Run); 4] = [
+    ("locked", concurrent::<Locked>),
+    ("lock_free", concurrent::<LockFree>),
+    ("thread_cached", concurrent::<ThreadCached>),
+    ("box_system", concurrent_box),
+];
+
+fn policy_interleaved(c: &mut Criterion) {
+    let mut g = c.benchmark_group("policy_interleaved");
+    g.throughput(Throughput::Elements(1));
+    g.measurement_time(Duration::from_secs(2));
+    for (name, run) in INTERLEAVED {
+        g.bench_function(name, |b| b.iter_custom(run));
+    }
+    g.finish();
+}
+
+fn policy_concurrent(c: &mut Criterion) {
+    let mut g = c.benchmark_group("policy_concurrent");
+    // One iteration is one operation of either thread.
+    g.throughput(Throughput::Elements(1));
+    g.sampling_mode(SamplingMode::Flat);
+    g.sample_size(20);
+    g.measurement_time(Duration::from_secs(3));
+    for (name, run) in CONCURRENT {
+        g.bench_function(name, |b| b.iter_custom(|iters| run(iters.max(100_000))));
+    }
+    g.finish();
+}
+
 // ---------------------------------------------------------------------- paired
+
+fn policy_paired() {
+    if !common::wanted("policy_paired") {
+        return;
+    }
+    println!("\npolicy_paired: alternating back-to-back runs, medians of per-pair ratios (ns per alloc + release)");
+    let n = 20_000_000;
+    let one = "interleaved, one thread";
+    let both = "concurrent, 2 threads";
+    let interleaved_pairs: [[(&str, Run); 2]; 4] = [
+        [INTERLEAVED[0], INTERLEAVED[4]],
+        [INTERLEAVED[2], INTERLEAVED[1]],
+        [INTERLEAVED[3], INTERLEAVED[4]],
+        [INTERLEAVED[2], INTERLEAVED[4]],
+    ];
+    for [a, b] in interleaved_pairs {
+        paired(one, "ns", a, b, n, 21, true);
+    }
+    let concurrent_pairs: [[(&str, Run); 2]; 4] = [
+        [CONCURRENT[1], CONCURRENT[0]],
+        [CONCURRENT[2], CONCURRENT[3]],
+        [CONCURRENT[1], CONCURRENT[3]],
+        [CONCURRENT[0], CONCURRENT[3]],
+    ];
+    for [a, b] in concurrent_pairs {
+        paired(both, "ns", a, b, n / 4, 21, true);
+    }
+}
 
 fn paired_comparison() {
     if !common::wanted("pool_paired") {
@@ -279,10 +416,17 @@ fn paired_comparison() {
     );
 }
 
-criterion_group!(benches, pool_pair, pool_cross_thread);
+criterion_group!(
+    benches,
+    pool_pair,
+    pool_cross_thread,
+    policy_interleaved,
+    policy_concurrent
+);
 
 fn main() {
     benches();
     paired_comparison();
+    policy_paired();
     Criterion::default().configure_from_args().final_summary();
 }

@@ -89,6 +89,32 @@ pub fn two_threads(producer: impl FnOnce() + Send, consumer: impl FnOnce() + Sen
     })
 }
 
+/// Runs `work` on two fresh threads at once, pinned to the two cores; returns the
+/// time from the first thread's start to the last one's end.
+pub fn both_cores(work: impl Fn() + Sync) -> Duration {
+    let pins = cores();
+    let barrier = Barrier::new(2);
+    std::thread::scope(|s| {
+        let run = |core| {
+            let (b, work) = (&barrier, &work);
+            s.spawn(move || {
+                pin(core);
+                b.wait();
+                let start = Instant::now();
+                work();
+                (start, Instant::now())
+            })
+        };
+        let x = run(pins.map(|p| p.0));
+        let y = run(pins.map(|p| p.1));
+        let (x, y) = (
+            x.join().expect("thread panicked"),
+            y.join().expect("thread panicked"),
+        );
+        x.1.max(y.1) - x.0.min(y.0)
+    })
+}
+
 /// Whether a paired section named `section` should run: not under `--list` or `--test`,
 /// and only when no name filter is given or one of the filters is part of `section`
 /// (criterion's own filters match the same way, by substring).

@@ -34,12 +34,14 @@
 #![no_std]
 
 extern crate alloc;
-#[cfg(loom)]
+#[cfg(any(feature = "std", loom))]
 extern crate std;
 
 pub mod arena;
 mod error;
 mod freelist;
+pub mod policy;
+mod pool;
 pub mod return_queue;
 mod slab;
 mod sync;
@@ -47,4 +49,6 @@ mod sync;
 pub use arena::ArenaBox;
 pub use error::{ConfigError, Exhausted, Foreign};
 pub use freelist::{Freelist, Local};
+pub use policy::Capacity;
+pub use pool::{Obj, Pool, Raw};
 pub use return_queue::PoolBox;

@@ -2,10 +2,40 @@
 //! model-checked versions under `cfg(loom)`.
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+pub(crate) use core::sync::atomic::{
+    AtomicBool, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
+
+#[cfg(all(feature = "std", not(loom)))]
+pub(crate) use std::sync::Mutex;
+
+#[cfg(loom)]
+pub(crate) use loom::sync::Mutex;
+
+/// One turn of a wait loop: a spin-loop hint, or a yield to loom's scheduler.
+#[inline]
+pub(crate) fn relax() {
+    #[cfg(not(loom))]
+    core::hint::spin_loop();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
+
+/// Locks a mutex whose critical sections run no user code and so cannot panic
+/// half-way: a poisoned lock (impossible short of an allocation failure, which
+/// aborts) is taken as it is.
+#[cfg(any(feature = "std", loom))]
+pub(crate) fn lock<T>(m: &Mutex<T>) -> impl core::ops::DerefMut<Target = T> + '_ {
+    #[cfg(not(loom))]
+    return m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    #[cfg(loom)]
+    return m.lock().unwrap();
+}
 
 /// Loom cannot see accesses through raw pointers, so under `cfg(loom)` every slot has
 /// a shadow cell that is written whenever ownership of the slot's value changes hands

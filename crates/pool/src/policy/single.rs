@@ -1,0 +1,97 @@
+//! [`SingleThreaded`](super::SingleThreaded): a stack of free slot addresses with no
+//! synchronisation.
+
+use core::cell::UnsafeCell;
+use core::ptr::NonNull;
+
+use alloc::vec::Vec;
+
+use super::blocks::Blocks;
+use super::{Capacity, Store};
+use crate::slab::SlotPtr;
+use crate::ConfigError;
+
+/// The free stack and the blocks it came from. Shared by the single-threaded store
+/// (in an `UnsafeCell`) and the locked one (in a mutex).
+pub(crate) struct Stack<T> {
+    pub(crate) free: Vec<SlotPtr<T>>,
+    pub(crate) blocks: Blocks<T>,
+}
+
+impl<T> Stack<T> {
+    pub(crate) fn new(capacity: Capacity) -> Result<Self, ConfigError> {
+        let blocks = Blocks::new(capacity)?;
+        let mut free = Vec::with_capacity(blocks.total());
+        free.extend(blocks.slots(0));
+        Ok(Stack { free, blocks })
+    }
+
+    #[inline(always)]
+    pub(crate) fn pop(&mut self) -> Option<NonNull<T>> {
+        match self.free.pop() {
+            Some(s) => Some(s.0),
+            None => self.grow_pop(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow_pop(&mut self) -> Option<NonNull<T>> {
+        let b = self.blocks.grow()?;
+        // Room for every slot, so giving slots back never reallocates.
+        self.free
+            .reserve_exact(self.blocks.total() - self.free.len());
+        let Stack { free, blocks } = self;
+        free.extend(blocks.slots(b));
+        free.pop().map(|s| s.0)
+    }
+
+    #[inline(always)]
+    pub(crate) fn push(&mut self, slot: NonNull<T>) {
+        self.free.push(SlotPtr(slot));
+    }
+}
+
+/// The [`SingleThreaded`](super::SingleThreaded) store.
+pub struct SingleStore<T> {
+    /// Borrowed only inside `pop` and `push`, which run no user code, and never
+    /// from two threads (the store is not `Sync`).
+    stack: UnsafeCell<Stack<T>>,
+}
+
+// SAFETY: the store holds only slot addresses and the slot memory; no live `T`
+// exists in it while it is moved (handles borrow the pool), so moving it to another
+// thread moves no `T`.
+unsafe impl<T> Send for SingleStore<T> {}
+
+// SAFETY: `pop` hands each slot out once (it leaves the stack), `push` takes it back;
+// the blocks live as long as the store.
+unsafe impl<T> Store<T> for SingleStore<T> {
+    type Token = ();
+
+    fn with_capacity(capacity: Capacity, _magazine: usize) -> Result<Self, ConfigError> {
+        Ok(SingleStore {
+            stack: UnsafeCell::new(Stack::new(capacity)?),
+        })
+    }
+
+    #[inline(always)]
+    fn pop(&self) -> Option<(NonNull<T>, ())> {
+        // SAFETY: the only borrow of the stack: the store is not `Sync`, and the
+        // borrow ends before any user code can run.
+        let stack = unsafe { &mut *self.stack.get() };
+        stack.pop().map(|p| (p, ()))
+    }
+
+    #[inline(always)]
+    unsafe fn push(&self, slot: NonNull<T>, _token: ()) {
+        // SAFETY: as in `pop`.
+        let stack = unsafe { &mut *self.stack.get() };
+        stack.push(slot);
+    }
+
+    fn capacity(&self) -> usize {
+        // SAFETY: as in `pop`.
+        unsafe { &*self.stack.get() }.blocks.total()
+    }
+}

@@ -1,0 +1,381 @@
+//! [`Pool`]: a fixed-size object pool whose thread-safety policy is a type parameter.
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
+use core::ops::{Deref, DerefMut};
+use core::ptr::NonNull;
+
+use crate::policy::{Capacity, Policy, SingleThreaded, Store, DEFAULT_MAGAZINE};
+use crate::sync::{AtomicU64, Ordering};
+use crate::{ConfigError, Exhausted, Foreign};
+
+/// A pool of objects of one type, with the thread-safety [`Policy`] `P` (document
+/// 001's NONE / MUTEX / LOCKFREE, and per-thread caches) chosen at compile time:
+///
+/// * `Pool<T, SingleThreaded>` (the default) is a bare free stack; it is `Send` but
+///   not `Sync`, so it and its objects stay on one thread.
+/// * `Pool<T, Locked>`, `Pool<T, LockFree>` and `Pool<T, ThreadCached>` are `Sync`
+///   (for `T: Send`): share them by reference (`std::thread::scope`, a `static`, an
+///   `Arc`), allocate on any thread and release on any other.
+///
+/// Objects come out as [`Obj`] handles that put the object back when dropped, or as
+/// [`Raw`] handles for loops that release explicitly ([`Pool::release`],
+/// [`Pool::free`]). Both borrow the pool, so neither can outlive it; forgetting one
+/// (`mem::forget`) leaks its object and keeps its slot out of use, nothing worse.
+///
+/// ```
+/// use handoff_pool::{policy::LockFree, Capacity, Pool};
+///
+/// #[derive(Default)]
+/// struct Order { id: u64, px: f64, qty: i32 }
+///
+/// let pool = Pool::<Order, LockFree>::new(Capacity::Fixed(1024)).unwrap();
+/// std::thread::scope(|s| {
+///     let (tx, rx) = std::sync::mpsc::channel();
+///     let pool = &pool;
+///     s.spawn(move || {
+///         for id in 0..100 {
+///             tx.send(pool.alloc(Order { id, ..Order::default() }).unwrap()).unwrap();
+///         }
+///     });
+///     s.spawn(move || {
+///         for order in rx {
+///             assert!(order.id < 100); // checked, then back to the pool on drop
+///         }
+///     });
+/// });
+/// assert_eq!(pool.capacity(), 1024);
+/// ```
+pub struct Pool<T, P: Policy = SingleThreaded> {
+    store: P::Store<T>,
+    exhausted: AtomicU64,
+    _policy: PhantomData<P>,
+}
+
+impl<T, P: Policy> Pool<T, P> {
+    /// A pool of `capacity` ([`Capacity::Fixed`] or [`Capacity::Grow`]); the first
+    /// block is allocated now. A [`ThreadCached`](crate::policy::ThreadCached) pool
+    /// gets magazines of [`DEFAULT_MAGAZINE`] slots.
+    ///
+    /// ```
+    /// use handoff_pool::{Capacity, ConfigError, Pool};
+    /// assert_eq!(Pool::<u64>::new(Capacity::Fixed(0)).unwrap_err(), ConfigError::Zero("slots"));
+    /// assert_eq!(Pool::<()>::new(Capacity::Fixed(8)).unwrap_err(), ConfigError::ZeroSized);
+    /// ```
+    pub fn new(capacity: Capacity) -> Result<Self, ConfigError> {
+        Self::with_magazine(capacity, DEFAULT_MAGAZINE)
+    }
+
+    /// As [`new`](Self::new), with magazines of `magazine` slots for a
+    /// [`ThreadCached`](crate::policy::ThreadCached) pool (the other policies check
+    /// that it is at least 1 and ignore it).
+    ///
+    /// ```
+    /// use handoff_pool::{policy::ThreadCached, Capacity, ConfigError, Pool};
+    /// let bad = Pool::<u64, ThreadCached>::with_magazine(Capacity::Fixed(64), 0);
+    /// assert_eq!(bad.unwrap_err(), ConfigError::Zero("magazine"));
+    /// ```
+    pub fn with_magazine(capacity: Capacity, magazine: usize) -> Result<Self, ConfigError> {
+        if magazine == 0 {
+            return Err(ConfigError::Zero("magazine"));
+        }
+        Ok(Pool {
+            store: P::Store::<T>::with_capacity(capacity, magazine)?,
+            exhausted: AtomicU64::new(0),
+            _policy: PhantomData,
+        })
+    }
+
+    /// Moves `value` into a free slot (growing the pool if it may and must), or hands
+    /// it back in [`Exhausted`] (counted) if every slot is in use.
+    ///
+    /// ```
+    /// let pool = handoff_pool::Pool::<String>::new(handoff_pool::Capacity::Fixed(1)).unwrap();
+    /// let a = pool.alloc("buy 100".to_string()).unwrap();
+    /// assert_eq!(pool.alloc("sell".to_string()).unwrap_err().into_inner(), "sell");
+    /// drop(a); // back in the pool
+    /// assert_eq!(*pool.alloc("sell".to_string()).unwrap(), "sell");
+    /// ```
+    #[inline(always)]
+    pub fn alloc(&self, value: T) -> Result<Obj<'_, T, P>, Exhausted<T>> {
+        self.alloc_raw(value).map(|raw| Obj { raw })
+    }
+
+    /// As [`alloc`](Self::alloc), but the handle does not release the object when
+    /// dropped: give it back with [`release`](Self::release) or [`free`](Self::free).
+    /// A `Raw` that is simply dropped leaks its object and slot (like `mem::forget`).
+    ///
+    /// ```
+    /// let pool = handoff_pool::Pool::<u64>::new(handoff_pool::Capacity::Fixed(4)).unwrap();
+    /// let raw = pool.alloc_raw(7).unwrap();
+    /// assert_eq!(*raw, 7);
+    /// assert_eq!(pool.release(raw).unwrap(), 7);
+    /// ```
+    #[inline(always)]
+    pub fn alloc_raw(&self, value: T) -> Result<Raw<'_, T, P>, Exhausted<T>> {
+        let Some((ptr, token)) = self.store.pop() else {
+            // The value stays out of the cold call: passing it would pin it to the
+            // stack on the hot path too.
+            self.count_exhausted();
+            return Err(Exhausted(value));
+        };
+        // SAFETY: a slot just popped holds no value and is ours alone.
+        unsafe { ptr.as_ptr().write(value) };
+        Ok(Raw {
+            ptr,
+            token,
+            pool: self,
+        })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_exhausted(&self) {
+        self.exhausted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Takes the object out of its slot and frees the slot. An object of another pool
+    /// is handed back untouched in [`Foreign`].
+    ///
+    /// ```
+    /// use handoff_pool::{Capacity, Pool};
+    /// let a = Pool::<u8>::new(Capacity::Fixed(1)).unwrap();
+    /// let b = Pool::<u8>::new(Capacity::Fixed(1)).unwrap();
+    /// let raw = a.alloc_raw(1).unwrap();
+    /// let raw = b.release(raw).unwrap_err().into_inner();
+    /// assert_eq!(a.release(raw).unwrap(), 1);
+    /// ```
+    #[inline(always)]
+    pub fn release<'a>(&self, raw: Raw<'a, T, P>) -> Result<T, Foreign<Raw<'a, T, P>>> {
+        if !core::ptr::eq(raw.pool, self) {
+            return Err(Foreign(raw));
+        }
+        let raw = ManuallyDrop::new(raw);
+        // SAFETY: the `Raw` owned the live value; it is read out once and the
+        // handle is not used again.
+        let value = unsafe { raw.ptr.as_ptr().read() };
+        // SAFETY: the slot came from this pool's store (checked above) and is now
+        // empty; the handle that held it is gone.
+        unsafe { self.store.push(raw.ptr, raw.token) };
+        Ok(value)
+    }
+
+    /// Drops the object and frees its slot (also if the object's destructor panics).
+    /// An object of another pool is handed back untouched in [`Foreign`].
+    ///
+    /// ```
+    /// let pool = handoff_pool::Pool::<Vec<u8>>::new(handoff_pool::Capacity::Fixed(1)).unwrap();
+    /// let raw = pool.alloc_raw(vec![1, 2, 3]).unwrap();
+    /// pool.free(raw).unwrap();
+    /// assert!(pool.alloc_raw(vec![]).is_ok());
+    /// ```
+    #[inline(always)]
+    pub fn free<'a>(&self, raw: Raw<'a, T, P>) -> Result<(), Foreign<Raw<'a, T, P>>> {
+        if !core::ptr::eq(raw.pool, self) {
+            return Err(Foreign(raw));
+        }
+        drop(Obj { raw });
+        Ok(())
+    }
+
+    /// Slots made so far (the fixed size, or what a growing pool has grown to).
+    pub fn capacity(&self) -> usize {
+        self.store.capacity()
+    }
+
+    /// Allocations refused because every slot was in use (and the pool could not
+    /// grow).
+    ///
+    /// ```
+    /// let pool = handoff_pool::Pool::<u8>::new(handoff_pool::Capacity::Fixed(1)).unwrap();
+    /// let _a = pool.alloc(1).unwrap();
+    /// assert!(pool.alloc(2).is_err());
+    /// assert_eq!(pool.exhausted_count(), 1);
+    /// ```
+    pub fn exhausted_count(&self) -> u64 {
+        self.exhausted.load(Ordering::Relaxed)
+    }
+
+    /// The policy's name (`single_threaded`, `locked`, `lock_free`, `thread_cached`).
+    pub fn policy(&self) -> &'static str {
+        P::NAME
+    }
+}
+
+#[cfg(any(feature = "std", loom))]
+impl<T> Pool<T, crate::policy::ThreadCached> {
+    /// Hands the calling thread's cached free slots to the shared depot, where any
+    /// thread can take them: call it before a thread that used the pool exits, or
+    /// when a fixed-size pool should stop keeping slots in this thread's cache.
+    ///
+    /// ```
+    /// use handoff_pool::{policy::ThreadCached, Capacity, Pool};
+    /// let pool = Pool::<u64, ThreadCached>::with_magazine(Capacity::Fixed(4), 2).unwrap();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         let all: Vec<_> = (0..4).map(|i| pool.alloc(i).unwrap()).collect();
+    ///         drop(all); // now in this thread's magazines
+    ///         pool.flush(); // now in the depot
+    ///     });
+    /// });
+    /// let all: Vec<_> = (0..4).map(|i| pool.alloc(i).unwrap()).collect();
+    /// assert_eq!(all.len(), 4);
+    /// ```
+    pub fn flush(&self) {
+        self.store.flush_current();
+    }
+
+    /// Whole magazines of free slots waiting in the shared depot.
+    pub fn depot_magazines(&self) -> usize {
+        self.store.depot_len()
+    }
+
+    /// Loom models only: explicit magazines for one model thread.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_cache(&self) -> crate::policy::LoomCache<'_, T> {
+        crate::policy::LoomCache::new(&self.store)
+    }
+}
+
+impl<T, P: Policy> fmt::Debug for Pool<T, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("policy", &P::NAME)
+            .field("capacity", &self.capacity())
+            .field("exhausted", &self.exhausted_count())
+            .finish_non_exhaustive()
+    }
+}
+
+/// An object in a [`Pool`] slot that is given back only explicitly, with
+/// [`Pool::release`] or [`Pool::free`]. Dropping it leaks the object and its slot.
+#[must_use = "a Raw that is dropped leaks its object; give it back with Pool::release or Pool::free"]
+pub struct Raw<'a, T, P: Policy = SingleThreaded> {
+    ptr: NonNull<T>,
+    token: <P::Store<T> as Store<T>>::Token,
+    pool: &'a Pool<T, P>,
+}
+
+/// An object in a [`Pool`] slot. Dropping it drops the object and puts the slot
+/// back (also if the object's destructor panics); forgetting it leaks both.
+pub struct Obj<'a, T, P: Policy = SingleThreaded> {
+    raw: Raw<'a, T, P>,
+}
+
+// SAFETY: a `Raw` owns a `T` and refers to a pool. Sending it sends the `T` (hence
+// `T: Send`) and lets the other thread give the slot back through `&Pool` (hence
+// `Pool: Sync`, which only the thread-safe policies are).
+unsafe impl<T: Send, P: Policy> Send for Raw<'_, T, P> where Pool<T, P>: Sync {}
+// SAFETY: sharing a `Raw` shares `&T` only (hence `T: Sync`), and `&Pool`.
+unsafe impl<T: Sync, P: Policy> Sync for Raw<'_, T, P> where Pool<T, P>: Sync {}
+
+impl<'a, T, P: Policy> Obj<'a, T, P> {
+    /// The handle without its release-on-drop: give it back with [`Pool::release`]
+    /// or [`Pool::free`].
+    ///
+    /// ```
+    /// let pool = handoff_pool::Pool::<u32>::new(handoff_pool::Capacity::Fixed(1)).unwrap();
+    /// let raw = pool.alloc(5).unwrap().into_raw();
+    /// assert_eq!(pool.release(raw).unwrap(), 5);
+    /// ```
+    pub fn into_raw(self) -> Raw<'a, T, P> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so the `Raw` is moved out exactly once.
+        unsafe { core::ptr::read(&this.raw) }
+    }
+
+    /// Takes the object out and puts the slot back.
+    ///
+    /// ```
+    /// let pool = handoff_pool::Pool::<String>::new(handoff_pool::Capacity::Fixed(1)).unwrap();
+    /// let s = pool.alloc("x".to_string()).unwrap().into_inner();
+    /// assert_eq!(s, "x");
+    /// assert!(pool.alloc(String::new()).is_ok());
+    /// ```
+    pub fn into_inner(self) -> T {
+        let raw = self.into_raw();
+        let pool = raw.pool;
+        match pool.release(raw) {
+            Ok(v) => v,
+            Err(_) => unreachable!("a handle always belongs to the pool it refers to"),
+        }
+    }
+}
+
+impl<T, P: Policy> Deref for Raw<'_, T, P> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        // SAFETY: the handle owns a live `T` in this slot.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T, P: Policy> DerefMut for Raw<'_, T, P> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the handle owns a live `T` in this slot; `&mut self` is unique.
+        unsafe { self.ptr.as_mut() }
+    }
+}
+
+impl<T, P: Policy> Deref for Obj<'_, T, P> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.raw
+    }
+}
+
+impl<T, P: Policy> DerefMut for Obj<'_, T, P> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.raw
+    }
+}
+
+/// Puts a slot back once its object's destructor has run or unwound.
+struct PutBack<'a, T, P: Policy> {
+    ptr: NonNull<T>,
+    token: <P::Store<T> as Store<T>>::Token,
+    pool: &'a Pool<T, P>,
+}
+
+impl<T, P: Policy> Drop for PutBack<'_, T, P> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: the slot came from this pool's store and its object has been
+        // dropped (or its destructor unwound: the object is gone either way).
+        unsafe { self.pool.store.push(self.ptr, self.token) };
+    }
+}
+
+impl<T, P: Policy> Drop for Obj<'_, T, P> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let _put_back = PutBack {
+            ptr: self.raw.ptr,
+            token: self.raw.token,
+            pool: self.raw.pool,
+        };
+        // SAFETY: the handle owns a live `T`; this is its one drop. The destructor
+        // may use the same pool: no part of the store is borrowed here.
+        unsafe { core::ptr::drop_in_place(self.raw.ptr.as_ptr()) };
+    }
+}
+
+impl<T: fmt::Debug, P: Policy> fmt::Debug for Obj<'_, T, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<T: fmt::Debug, P: Policy> fmt::Debug for Raw<'_, T, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
