@@ -4,6 +4,7 @@
 //! `runner --help`, `runner all` and the dispatch.
 
 pub mod pipeline;
+pub mod pool;
 pub mod queue;
 
 use crate::lab::error::Result;
@@ -51,7 +52,7 @@ pub fn parse_flags<A: clap::FromArgMatches>(exp: &dyn Experiment, args: &[&str])
 }
 
 /// Every experiment, in the order `runner all` runs them.
-pub static REGISTRY: &[&dyn Experiment] = &[&queue::Queue, &pipeline::Pipeline];
+pub static REGISTRY: &[&dyn Experiment] = &[&queue::Queue, &pipeline::Pipeline, &pool::Pool];
 
 /// Looks an experiment up by its subcommand.
 pub fn find(name: &str) -> Option<&'static dyn Experiment> {

@@ -1,0 +1,260 @@
+//! `runner pool`: the policy-pool document (seeds/001). A pool of 64-byte blocks under
+//! each thread-safety policy of `handoff_pool::Pool` (document 001's NONE / MUTEX /
+//! LOCKFREE, and the per-thread caches it names as the next step) against the system
+//! allocator, in three scenarios: `bulk` (N allocations, then N releases, timed
+//! apart), `interleaved` (allocate then release, N times) and `concurrent` (T threads
+//! running the interleaved loop on one shared pool; aggregate ns/op = wall time /
+//! total operations). Repeats alternate the contenders; the first repeat is dropped.
+
+mod report;
+mod work;
+
+use crate::lab::error::{Error, Result};
+use crate::lab::flags;
+use crate::lab::results::check_writable;
+use crate::lab::session::{Output, Plan, Session};
+use crate::lab::stop;
+use crate::lab::topology::Topology;
+use clap::Args;
+use serde::Serialize;
+use std::path::PathBuf;
+
+pub use work::Contender;
+
+/// The source document.
+pub const DOCUMENT: &str = "seeds/001_2e06d77cf9740409.txt";
+
+/// Document 001's thread count for the concurrent scenario.
+pub const DOC_THREADS: usize = 4;
+
+/// `runner pool` options (every default is written here and nowhere else).
+#[derive(Args, Debug, Clone)]
+pub struct PoolArgs {
+    /// Operations per scenario and repeat (per thread in the concurrent scenario)
+    #[arg(long, default_value = "1000000", allow_hyphen_values = true)]
+    pub iterations: String,
+    /// Repeats; the first is dropped as warm-up and the median of the rest reported
+    #[arg(long, default_value = "10", allow_hyphen_values = true)]
+    pub repeats: String,
+    /// Threads of the concurrent scenario [default: document 001's 4, capped at the cores this process may use]
+    #[arg(long)]
+    pub threads: Option<String>,
+    /// Cores for the threads, comma-separated (the first also runs the one-thread scenarios) [default: adapted to this machine]
+    #[arg(long)]
+    pub pin: Option<String>,
+    /// Output directory for the JSON and SVG files
+    #[arg(long, default_value = "handoff-results")]
+    pub out: PathBuf,
+    /// Seconds to spin on the first two cores, before and after the runs, measuring what interrupts them (0: skip)
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    pub noise_seconds: String,
+}
+
+/// Everything `runner pool` was asked to do (after validation).
+#[derive(Clone, Debug, Serialize)]
+pub struct Config {
+    /// Operations per scenario and repeat (per thread when concurrent).
+    pub iterations: usize,
+    /// Repeats, the first dropped.
+    pub repeats: usize,
+    /// Threads of the concurrent scenario.
+    pub threads: usize,
+    /// One core per thread (cycled when there are more threads than cores).
+    pub pins: Vec<usize>,
+    /// Output directory.
+    pub out: PathBuf,
+    /// Seconds of the noise probe before and after (0: none).
+    pub noise_seconds: f64,
+}
+
+/// `runner pool`.
+pub struct Pool;
+
+impl super::Experiment for Pool {
+    fn name(&self) -> &'static str {
+        "pool"
+    }
+
+    fn document(&self) -> &'static str {
+        DOCUMENT
+    }
+
+    fn command(&self) -> clap::Command {
+        PoolArgs::augment_args(clap::Command::new("pool")).about(
+            "Pool thread-safety policies vs malloc: bulk, interleaved, concurrent (seeds/001), with per-thread caches",
+        )
+    }
+
+    fn all_flags(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn prepare(
+        &self,
+        args: &clap::ArgMatches,
+        topo: &Topology,
+    ) -> Result<Box<dyn super::Prepared>> {
+        let a: PoolArgs = super::typed_args(args)?;
+        let (cfg, note) = config(&a, topo)?;
+        Ok(Box::new(Prepared { cfg, note }))
+    }
+}
+
+/// Thread names for the placement table (the harness names roles with `'static` strs).
+const NAMES: [&str; 16] = [
+    "thread 0",
+    "thread 1",
+    "thread 2",
+    "thread 3",
+    "thread 4",
+    "thread 5",
+    "thread 6",
+    "thread 7",
+    "thread 8",
+    "thread 9",
+    "thread 10",
+    "thread 11",
+    "thread 12",
+    "thread 13",
+    "thread 14",
+    "thread 15",
+];
+
+/// Validates `runner pool` arguments against the machine. Every error is one line.
+pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+    let iterations = flags::count_in("iterations", &a.iterations, 1, 1 << 28, "iteration")?;
+    let repeats = flags::count_in("repeats", &a.repeats, 2, 1000, "repeat")?;
+    let noise_seconds = flags::noise_seconds(&a.noise_seconds)?;
+    let cores = topo.allowed.len().max(1);
+    let mut notes = Vec::new();
+    let threads = match &a.threads {
+        Some(s) => flags::count_in("threads", s, 1, NAMES.len(), "thread")?,
+        None => {
+            let t = DOC_THREADS.min(cores).max(1);
+            if t < DOC_THREADS {
+                notes.push(format!(
+                    "document 001 ran {DOC_THREADS} threads on 4 cores; this process may use \
+                     {cores}, so the concurrent scenario runs {t} (--threads {DOC_THREADS} \
+                     shares cores)"
+                ));
+            }
+            t
+        }
+    };
+    check_writable(&a.out)?;
+    let placed = threads.min(cores);
+    let (mut pins, note) = flags::pins(a.pin.as_deref(), &NAMES[..placed], placed, topo)?;
+    pins.truncate(placed);
+    notes.extend(note);
+    if threads > placed {
+        notes.push(format!(
+            "{threads} threads on {placed} cores: threads share cores round-robin"
+        ));
+    }
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    Ok((
+        Config {
+            iterations,
+            repeats,
+            threads,
+            pins,
+            out: a.out.clone(),
+            noise_seconds,
+        },
+        note,
+    ))
+}
+
+struct Prepared {
+    cfg: Config,
+    note: Option<String>,
+}
+
+impl super::Prepared for Prepared {
+    fn plan(&self) -> Plan {
+        let c = &self.cfg;
+        Plan {
+            out: c.out.clone(),
+            roles: c
+                .pins
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| (NAMES[i], p))
+                .collect(),
+            control: None,
+            pin_note: self.note.clone(),
+            noise_seconds: c.noise_seconds,
+        }
+    }
+
+    fn run(&self, session: &mut Session) -> Result<Output> {
+        let cfg = &self.cfg;
+        let freq = session.clock.calibration().freq_hz;
+        let cells = work::cells(cfg);
+        let bar = session.progress((cells.len() * cfg.repeats) as u64)?;
+        let mut samples = vec![Vec::new(); cells.len()];
+        for r in 0..cfg.repeats {
+            // Rotate the order each repeat so no contender always runs first.
+            for k in 0..cells.len() {
+                let i = (k + r) % cells.len();
+                if stop::requested() {
+                    return Err(Error::Interrupted);
+                }
+                bar.set_message(format!("repeat {} {}", r + 1, cells[i].label()));
+                let s = work::measure(&cells[i], cfg, freq)?;
+                if r > 0 {
+                    samples[i].push(s);
+                }
+                bar.inc(1);
+            }
+        }
+        bar.finish_and_clear();
+        let outcome = report::Outcome::new(cells, samples);
+        session.probe_after()?;
+        Ok(Output {
+            sections: report::sections(&outcome, cfg),
+            claims: report::claims(&outcome, cfg),
+            json: report::json_fields(&outcome, cfg)?,
+            files: report::charts(&outcome, cfg)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::parse_flags;
+
+    fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
+        let a: PoolArgs = parse_flags(&Pool, args)?;
+        config(&a, &Topology::two_cores())
+    }
+
+    #[test]
+    fn defaults_follow_the_document_and_adapt_to_two_cores() {
+        let (c, note) = config_of(&[]).unwrap();
+        assert_eq!((c.iterations, c.repeats), (1_000_000, 10));
+        assert_eq!(c.threads, 2);
+        assert_eq!(c.pins, vec![0, 1]);
+        assert!(note.unwrap().contains("document 001 ran 4 threads"));
+        let (c, note) = config_of(&["--threads", "4"]).unwrap();
+        assert_eq!((c.threads, c.pins.len()), (4, 2));
+        assert!(note.unwrap().contains("share cores"));
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_one_line() {
+        for (args, needle) in [
+            (&["--iterations", "0"][..], "at least 1"),
+            (&["--repeats", "1"][..], "at least 2"),
+            (&["--threads", "0"][..], "at least 1"),
+            (&["--threads", "99"][..], "at most 16"),
+            (&["--pin", "4,5"][..], "not available"),
+            (&["--iterations", "x"][..], "not a number"),
+        ] {
+            let e = config_of(args).unwrap_err().to_string();
+            assert!(e.contains(needle), "{args:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}

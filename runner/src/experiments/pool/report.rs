@@ -1,0 +1,285 @@
+//! `runner pool`'s outputs: document 001's two tables (with the per-thread-cache
+//! column), the claims, the results JSON and the charts.
+
+use super::work::{Cell, Contender, Sample, Scenario};
+use super::Config;
+use crate::lab::chart;
+use crate::lab::claims::{holds, near, Claim};
+use crate::lab::error::{Error, Result};
+use crate::lab::results::Outputs;
+use serde_json::{json, Map, Value};
+use std::fmt::Write as _;
+
+/// Every cell with its kept repeats.
+pub struct Outcome {
+    cells: Vec<Cell>,
+    samples: Vec<Vec<Sample>>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+impl Outcome {
+    /// The cells and their samples, in the same order.
+    pub fn new(cells: Vec<Cell>, samples: Vec<Vec<Sample>>) -> Outcome {
+        Outcome { cells, samples }
+    }
+
+    fn find(&self, s: Scenario, c: Contender) -> Option<(&Cell, &[Sample])> {
+        self.cells
+            .iter()
+            .zip(&self.samples)
+            .find(|(cell, _)| cell.scenario == s && cell.contender == c)
+            .map(|(cell, v)| (cell, v.as_slice()))
+    }
+
+    /// Median ns per operation of (scenario, contender).
+    pub fn ns(&self, s: Scenario, c: Contender) -> f64 {
+        self.find(s, c)
+            .map(|(_, v)| median(v.iter().map(|x| x.ns).collect()))
+            .unwrap_or(f64::NAN)
+    }
+
+    /// Median ns per release of the bulk scenario.
+    pub fn bulk_free_ns(&self, c: Contender) -> f64 {
+        self.find(Scenario::Bulk, c)
+            .map(|(_, v)| median(v.iter().filter_map(|x| x.free_ns).collect()))
+            .unwrap_or(f64::NAN)
+    }
+
+    fn threads(&self, c: Contender) -> usize {
+        self.find(Scenario::Concurrent, c)
+            .map(|(cell, _)| cell.threads)
+            .unwrap_or(1)
+    }
+}
+
+fn f(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.2}")
+    } else {
+        "-".into()
+    }
+}
+
+/// A row of the first table: scenario, region, and the figure of each contender.
+type Row<'a> = (&'a str, &'a str, Box<dyn Fn(Contender) -> f64 + 'a>);
+
+/// The two tables of document 001, ours.
+pub fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "ns per operation, median of {} repeats (first of {} dropped), {} iterations, 64-byte blocks",
+        cfg.repeats - 1,
+        cfg.repeats,
+        cfg.iterations
+    );
+    let _ = write!(s, "  {:<12} {:<18}", "scenario", "region");
+    for c in Contender::ALL {
+        let _ = write!(s, " {:>15}", c.name());
+    }
+    let _ = writeln!(s);
+    let rows: [Row<'_>; 4] = [
+        (
+            "bulk",
+            "pool alloc",
+            Box::new(|c| out.ns(Scenario::Bulk, c)),
+        ),
+        ("bulk", "pool free", Box::new(|c| out.bulk_free_ns(c))),
+        (
+            "interleaved",
+            "alloc+free",
+            Box::new(|c| out.ns(Scenario::Interleaved, c)),
+        ),
+        (
+            "concurrent",
+            "alloc+free",
+            Box::new(|c| out.ns(Scenario::Concurrent, c)),
+        ),
+    ];
+    for (scenario, region, get) in &rows {
+        let _ = write!(s, "  {scenario:<12} {region:<18}");
+        for c in Contender::ALL {
+            let _ = write!(s, " {:>15}", f(get(c)));
+        }
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(
+        s,
+        "  concurrent: {} threads on cores {:?}, aggregate ns/op = wall time / total operations; single_threaded is not Sync and runs on 1 thread (document 001's clamped NONE row)",
+        cfg.threads, cfg.pins
+    );
+    let mut t = String::new();
+    let _ = writeln!(t, "malloc / pool, alloc+free (document 001's second table)");
+    let _ = writeln!(
+        t,
+        "  {:<28} {:>14} {:>16} {:>14}",
+        "policy", "pool", "malloc", "malloc / pool"
+    );
+    for c in &Contender::ALL[..4] {
+        let (scenario, th) = if *c == Contender::SingleThreaded {
+            (Scenario::Interleaved, 1)
+        } else {
+            (Scenario::Concurrent, out.threads(*c))
+        };
+        let pool = out.ns(scenario, *c);
+        let malloc = out.ns(scenario, Contender::Malloc);
+        let _ = writeln!(
+            t,
+            "  {:<28} {:>14} {:>16} {:>13.2}x",
+            format!("{} (T={th})", c.name()),
+            f(pool),
+            f(malloc),
+            malloc / pool
+        );
+    }
+    vec![s, t]
+}
+
+/// The document's claims beside this run.
+pub fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
+    use Contender::*;
+    use Scenario::*;
+    let none = out.ns(Interleaved, SingleThreaded);
+    let malloc1 = out.ns(Interleaved, Malloc);
+    let (mutex1, lf1) = (out.ns(Interleaved, Locked), out.ns(Interleaved, LockFree));
+    let (mutex_t, lf_t, tc_t, malloc_t) = (
+        out.ns(Concurrent, Locked),
+        out.ns(Concurrent, LockFree),
+        out.ns(Concurrent, ThreadCached),
+        out.ns(Concurrent, Malloc),
+    );
+    let t = cfg.threads;
+    vec![
+        Claim::new(
+            "none-fast-path",
+            "The single-thread (NONE) pool's interleaved alloc+free costs about 9.3 ns",
+            "9.32 ns/op (i5-6600K, MSVC)",
+            format!("{} ns/op", f(none)),
+            near(none, 9.32),
+        ),
+        Claim::new(
+            "none-vs-malloc",
+            "NONE is about 5x faster than malloc (interleaved, one thread); our target: at least 4x",
+            "5.02x (9.52 vs 47.77 ns)",
+            format!("{:.2}x ({} vs {} ns)", malloc1 / none, f(none), f(malloc1)),
+            holds(malloc1 / none >= 4.0, "malloc / single_threaded >= 4"),
+        ),
+        Claim::new(
+            "lockfree-beats-mutex-uncontended",
+            "LOCKFREE is cheaper than MUTEX uncontended",
+            "31.74 vs 47.19 ns/op",
+            format!("{} vs {} ns/op", f(lf1), f(mutex1)),
+            holds(lf1 < mutex1, "lock_free < locked, interleaved"),
+        ),
+        Claim::new(
+            "lockfree-beats-mutex-contended",
+            format!("Under contention LOCKFREE beats MUTEX ({t} threads here)"),
+            "41.79 vs 69.54 ns/op (4 threads)",
+            format!("{} vs {} ns/op", f(lf_t), f(mutex_t)),
+            holds(lf_t < mutex_t, "lock_free < locked, concurrent"),
+        ),
+        Claim::new(
+            "single-head-loses-to-malloc",
+            "Both single-head pools lose to malloc under contention (malloc / pool < 1)",
+            "MUTEX 0.46x, LOCKFREE 0.57x",
+            format!(
+                "locked {:.2}x, lock_free {:.2}x",
+                malloc_t / mutex_t,
+                malloc_t / lf_t
+            ),
+            holds(
+                malloc_t / mutex_t < 1.0 && malloc_t / lf_t < 1.0,
+                "malloc / pool < 1 for both",
+            ),
+        ),
+        Claim::new(
+            "thread-cached-beats-malloc",
+            "Per-thread caches (the document's deferred next step) beat malloc under contention; our target: at least 1.5x",
+            "not measured (deferred to ADR-0020 §4)",
+            format!("{:.2}x ({} vs {} ns/op)", malloc_t / tc_t, f(tc_t), f(malloc_t)),
+            holds(malloc_t / tc_t >= 1.5, "malloc / thread_cached >= 1.5, concurrent"),
+        ),
+    ]
+}
+
+/// The experiment's JSON fields: `config`, `ns_per_op`, `ratios`, `samples`.
+pub fn json_fields(out: &Outcome, cfg: &Config) -> Result<Map<String, Value>> {
+    let mut ns = Map::new();
+    for (key, scenario) in [
+        ("bulk_alloc", Scenario::Bulk),
+        ("interleaved", Scenario::Interleaved),
+        ("concurrent", Scenario::Concurrent),
+    ] {
+        let row: Map<String, Value> = Contender::ALL
+            .iter()
+            .map(|&c| (c.name().to_string(), json!(out.ns(scenario, c))))
+            .collect();
+        ns.insert(key.into(), Value::Object(row));
+    }
+    let free: Map<String, Value> = Contender::ALL
+        .iter()
+        .map(|&c| (c.name().to_string(), json!(out.bulk_free_ns(c))))
+        .collect();
+    ns.insert("bulk_free".into(), Value::Object(free));
+    let mut ratios = Map::new();
+    for c in &Contender::ALL[..4] {
+        let scenario = if *c == Contender::SingleThreaded {
+            Scenario::Interleaved
+        } else {
+            Scenario::Concurrent
+        };
+        ratios.insert(
+            format!("malloc_over_{}", c.name()),
+            json!(out.ns(scenario, Contender::Malloc) / out.ns(scenario, *c)),
+        );
+    }
+    let samples: Vec<Value> = out
+        .cells
+        .iter()
+        .zip(&out.samples)
+        .map(|(cell, s)| json!({ "cell": cell, "samples": s }))
+        .collect();
+    let mut m = Map::new();
+    m.insert(
+        "config".into(),
+        serde_json::to_value(cfg).map_err(|e| Error::Run(e.to_string()))?,
+    );
+    m.insert("ns_per_op".into(), Value::Object(ns));
+    m.insert("ratios".into(), Value::Object(ratios));
+    m.insert("samples".into(), Value::Array(samples));
+    Ok(m)
+}
+
+/// Bars of ns/op for the interleaved and the concurrent scenario.
+pub fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
+    let mut files = Outputs::new();
+    for (scenario, title) in [
+        (
+            Scenario::Interleaved,
+            "interleaved alloc+free, one thread".to_string(),
+        ),
+        (
+            Scenario::Concurrent,
+            format!("concurrent alloc+free, {} threads, aggregate", cfg.threads),
+        ),
+    ] {
+        let bars: Vec<(String, f64)> = Contender::ALL
+            .iter()
+            .map(|&c| (c.name().to_string(), out.ns(scenario, c)))
+            .filter(|b| b.1.is_finite())
+            .collect();
+        let svg = chart::bars(&title, "ns per operation", &bars)?;
+        files.add(
+            cfg.out.join(format!("pool-{}.svg", scenario.name())),
+            svg.into_bytes(),
+        );
+    }
+    Ok(files)
+}

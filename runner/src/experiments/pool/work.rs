@@ -1,0 +1,320 @@
+//! The measured loops of `runner pool`: each (scenario, contender) cell runs on pinned
+//! threads through the lab's harness and returns nanoseconds per operation.
+
+use super::Config;
+use crate::lab::error::{Error, Result};
+use crate::lab::harness::{self, Role};
+use crate::lab::pacer::now;
+use crate::lab::stop;
+use handoff_pool::policy::{LockFree, Locked, Policy, SingleThreaded, ThreadCached};
+use handoff_pool::{Capacity, Pool};
+use serde::Serialize;
+use std::hint::black_box;
+use std::mem::MaybeUninit;
+
+/// Document 001's 64-byte block, with malloc's own alignment (8) so that `Box` takes
+/// glibc's plain `malloc(64)` path. Allocating writes its first word only (the
+/// document's pool hands out raw blocks; both sides touch the block's line once).
+pub struct Block {
+    first: u64,
+    _rest: MaybeUninit<[u64; 7]>,
+}
+
+const _: () = assert!(size_of::<Block>() == 64);
+
+impl Block {
+    #[inline(always)]
+    fn new(i: u64) -> Block {
+        Block {
+            first: i,
+            _rest: MaybeUninit::uninit(),
+        }
+    }
+}
+
+/// A contender: a policy of `handoff_pool::Pool`, or the process allocator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Contender {
+    /// `Pool<_, SingleThreaded>` (document 001's NONE).
+    SingleThreaded,
+    /// `Pool<_, Locked>` (MUTEX).
+    Locked,
+    /// `Pool<_, LockFree>` (LOCKFREE).
+    LockFree,
+    /// `Pool<_, ThreadCached>` (the per-thread caches document 001 defers).
+    ThreadCached,
+    /// `Box` on the runner's allocator (glibc malloc).
+    Malloc,
+}
+
+impl Contender {
+    /// Every contender, in table order.
+    pub const ALL: [Contender; 5] = [
+        Contender::SingleThreaded,
+        Contender::Locked,
+        Contender::LockFree,
+        Contender::ThreadCached,
+        Contender::Malloc,
+    ];
+
+    /// Our name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Contender::SingleThreaded => "single_threaded",
+            Contender::Locked => "locked",
+            Contender::LockFree => "lock_free",
+            Contender::ThreadCached => "thread_cached",
+            Contender::Malloc => "malloc",
+        }
+    }
+
+    /// The document's name.
+    pub fn doc_name(self) -> &'static str {
+        match self {
+            Contender::SingleThreaded => "NONE",
+            Contender::Locked => "MUTEX",
+            Contender::LockFree => "LOCKFREE",
+            Contender::ThreadCached => "(not in the document)",
+            Contender::Malloc => "malloc",
+        }
+    }
+}
+
+/// A scenario of document 001.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scenario {
+    /// N allocations, then N releases, timed apart.
+    Bulk,
+    /// Allocate then release, N times.
+    Interleaved,
+    /// T threads each running the interleaved loop on one shared pool.
+    Concurrent,
+}
+
+impl Scenario {
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Bulk => "bulk",
+            Scenario::Interleaved => "interleaved",
+            Scenario::Concurrent => "concurrent",
+        }
+    }
+}
+
+/// One (scenario, contender) of the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    /// Scenario.
+    pub scenario: Scenario,
+    /// Contender.
+    pub contender: Contender,
+    /// Threads (1 except concurrent; the single-threaded pool is not `Sync`, so its
+    /// concurrent row is clamped to 1, as document 001's NONE row is).
+    pub threads: usize,
+}
+
+impl Cell {
+    /// For the progress line.
+    pub fn label(&self) -> String {
+        format!("{} {}", self.scenario.name(), self.contender.name())
+    }
+}
+
+/// The run's cells: every scenario for every contender.
+pub fn cells(cfg: &Config) -> Vec<Cell> {
+    let mut out = Vec::new();
+    for scenario in [Scenario::Bulk, Scenario::Interleaved, Scenario::Concurrent] {
+        for contender in Contender::ALL {
+            let threads = match (scenario, contender) {
+                (Scenario::Concurrent, Contender::SingleThreaded) => 1,
+                (Scenario::Concurrent, _) => cfg.threads,
+                _ => 1,
+            };
+            out.push(Cell {
+                scenario,
+                contender,
+                threads,
+            });
+        }
+    }
+    out
+}
+
+/// One repeat of one cell: ns per operation (bulk: allocation, and release apart).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Sample {
+    /// ns per allocation (bulk) or per allocate + release (the other scenarios).
+    pub ns: f64,
+    /// Bulk only: ns per release.
+    pub free_ns: Option<f64>,
+}
+
+/// Slots of a pool for the interleaved and concurrent loops: far more than is live,
+/// plus what the per-thread magazines can park (two magazines of 64 per thread).
+fn loop_slots(threads: usize) -> usize {
+    4096 + threads * 2 * handoff_pool::policy::DEFAULT_MAGAZINE
+}
+
+fn exhausted() -> ! {
+    panic!("the pool ran out of slots: it is sized for the loop, so this is a bug")
+}
+
+/// Runs one repeat of `cell`.
+pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
+    let n = cfg.iterations;
+    let cpu = cfg.pins[0];
+    let to_ns = |ticks: u64, ops: usize| ticks as f64 * 1e9 / freq / ops as f64;
+    match cell.scenario {
+        Scenario::Bulk => {
+            let (a, f) = one(freq, cpu, move || match cell.contender {
+                Contender::SingleThreaded => bulk::<SingleThreaded>(n),
+                Contender::Locked => bulk::<Locked>(n),
+                Contender::LockFree => bulk::<LockFree>(n),
+                Contender::ThreadCached => bulk::<ThreadCached>(n),
+                Contender::Malloc => bulk_malloc(n),
+            })?;
+            Ok(Sample {
+                ns: to_ns(a, n),
+                free_ns: Some(to_ns(f, n)),
+            })
+        }
+        Scenario::Interleaved => {
+            let t = one(freq, cpu, move || match cell.contender {
+                Contender::SingleThreaded => interleaved::<SingleThreaded>(n),
+                Contender::Locked => interleaved::<Locked>(n),
+                Contender::LockFree => interleaved::<LockFree>(n),
+                Contender::ThreadCached => interleaved::<ThreadCached>(n),
+                Contender::Malloc => interleaved_malloc(n),
+            })?;
+            Ok(Sample {
+                ns: to_ns(t, n),
+                free_ns: None,
+            })
+        }
+        Scenario::Concurrent => {
+            let pins = &cfg.pins[..];
+            let t = cell.threads;
+            let wall = match cell.contender {
+                Contender::SingleThreaded => {
+                    one(freq, cpu, move || interleaved::<SingleThreaded>(n))?
+                }
+                Contender::Locked => concurrent::<Locked>(freq, pins, t, n)?,
+                Contender::LockFree => concurrent::<LockFree>(freq, pins, t, n)?,
+                Contender::ThreadCached => concurrent::<ThreadCached>(freq, pins, t, n)?,
+                Contender::Malloc => concurrent_malloc(freq, pins, t, n)?,
+            };
+            Ok(Sample {
+                ns: to_ns(wall, n * t),
+                free_ns: None,
+            })
+        }
+    }
+}
+
+/// Runs `work` on one pinned thread.
+fn one<R: Send>(freq: f64, cpu: usize, work: impl FnOnce() -> R + Send) -> Result<R> {
+    let (_, mut out) = harness::run(freq, stop::flag(), vec![Role::new(cpu, move |_| work())])?;
+    out.pop()
+        .ok_or_else(|| Error::Run("the measured thread returned nothing".into()))
+}
+
+fn bulk<P: Policy>(n: usize) -> (u64, u64) {
+    let pool = Pool::<Block, P>::new(Capacity::Fixed(n)).unwrap_or_else(|e| panic!("{e}"));
+    let mut held = Vec::with_capacity(n);
+    let t0 = now();
+    for i in 0..n as u64 {
+        match pool.alloc_raw(Block::new(i)) {
+            Ok(r) => held.push(r),
+            Err(_) => exhausted(),
+        }
+    }
+    let t1 = now();
+    for r in held.drain(..) {
+        // Always `Ok`: every handle is this pool's.
+        let _ = pool.free(r);
+    }
+    let t2 = now();
+    (t1 - t0, t2 - t1)
+}
+
+fn bulk_malloc(n: usize) -> (u64, u64) {
+    let mut held = Vec::with_capacity(n);
+    let t0 = now();
+    for i in 0..n as u64 {
+        held.push(Box::new(Block::new(i)));
+    }
+    let t1 = now();
+    held.clear();
+    let t2 = now();
+    black_box(&held);
+    (t1 - t0, t2 - t1)
+}
+
+#[inline(always)]
+fn interleaved_loop<P: Policy>(pool: &Pool<Block, P>, n: usize) {
+    for i in 0..n as u64 {
+        match pool.alloc(Block::new(i)) {
+            Ok(o) => {
+                black_box(&o.first);
+            }
+            Err(_) => exhausted(),
+        }
+    }
+}
+
+fn interleaved<P: Policy>(n: usize) -> u64 {
+    let pool =
+        Pool::<Block, P>::new(Capacity::Fixed(loop_slots(1))).unwrap_or_else(|e| panic!("{e}"));
+    let t0 = now();
+    interleaved_loop(&pool, n);
+    now() - t0
+}
+
+#[inline(always)]
+fn malloc_loop(n: usize) {
+    for i in 0..n as u64 {
+        let b = Box::new(Block::new(i));
+        black_box(&b.first);
+    }
+}
+
+fn interleaved_malloc(n: usize) -> u64 {
+    let t0 = now();
+    malloc_loop(n);
+    now() - t0
+}
+
+/// `threads` pinned threads (cycling over `pins`) run `work` at once; returns the
+/// wall time from the first start to the last end.
+fn together(freq: f64, pins: &[usize], threads: usize, work: impl Fn() + Sync) -> Result<u64> {
+    let roles = (0..threads)
+        .map(|t| {
+            let work = &work;
+            Role::new(pins[t % pins.len()], move |_| {
+                let s = now();
+                work();
+                (s, now())
+            })
+        })
+        .collect();
+    let (_, spans) = harness::run(freq, stop::flag(), roles)?;
+    let start = spans.iter().map(|s| s.0).min().unwrap_or(0);
+    let end = spans.iter().map(|s| s.1).max().unwrap_or(0);
+    Ok(end.saturating_sub(start))
+}
+
+fn concurrent<P: Policy>(freq: f64, pins: &[usize], threads: usize, n: usize) -> Result<u64>
+where
+    Pool<Block, P>: Sync,
+{
+    let pool = Pool::<Block, P>::new(Capacity::Fixed(loop_slots(threads)))
+        .map_err(|e| Error::Run(format!("pool: {e}")))?;
+    together(freq, pins, threads, || interleaved_loop(&pool, n))
+}
+
+fn concurrent_malloc(freq: f64, pins: &[usize], threads: usize, n: usize) -> Result<u64> {
+    together(freq, pins, threads, || malloc_loop(n))
+}
