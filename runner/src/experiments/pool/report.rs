@@ -6,6 +6,7 @@ use super::Config;
 use crate::lab::chart;
 use crate::lab::claims::{holds, near, Claim};
 use crate::lab::error::{Error, Result};
+use crate::lab::measure;
 use crate::lab::results::Outputs;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
@@ -16,12 +17,9 @@ pub struct Outcome {
     samples: Vec<Vec<Sample>>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// The lab's median; NaN (printed as "-") when a cell has no samples.
+fn median(v: Vec<f64>) -> f64 {
+    measure::median(v).unwrap_or(f64::NAN)
 }
 
 impl Outcome {
@@ -119,7 +117,7 @@ pub fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
     let _ = writeln!(t, "malloc / pool, alloc+free (document 001's second table)");
     let _ = writeln!(
         t,
-        "  {:<28} {:>14} {:>16} {:>14}",
+        "  {:<36} {:>14} {:>16} {:>14}",
         "policy", "pool", "malloc", "malloc / pool"
     );
     for c in &Contender::ALL[..4] {
@@ -132,8 +130,8 @@ pub fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
         let malloc = out.ns(scenario, Contender::Malloc);
         let _ = writeln!(
             t,
-            "  {:<28} {:>14} {:>16} {:>13.2}x",
-            format!("{} (T={th})", c.name()),
+            "  {:<36} {:>14} {:>16} {:>13.2}x",
+            format!("{} ({}, T={th})", c.name(), c.doc_name()),
             f(pool),
             f(malloc),
             malloc / pool

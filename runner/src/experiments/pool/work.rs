@@ -75,7 +75,7 @@ impl Contender {
             Contender::SingleThreaded => "NONE",
             Contender::Locked => "MUTEX",
             Contender::LockFree => "LOCKFREE",
-            Contender::ThreadCached => "(not in the document)",
+            Contender::ThreadCached => "deferred",
             Contender::Malloc => "malloc",
         }
     }
