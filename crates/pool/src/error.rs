@@ -22,6 +22,13 @@ pub enum ConfigError {
     ZeroSized,
     /// The return ring could not be made (see `handoff_spsc::CapacityError`).
     ReturnRing(handoff_spsc::CapacityError),
+    /// An arena of this many bytes does not fit in the address space.
+    ArenaTooLarge {
+        /// The size asked for.
+        bytes: usize,
+    },
+    /// The memory could not be placed as asked (see [`crate::numa`]).
+    Numa(crate::numa::NumaError),
 }
 
 impl fmt::Display for ConfigError {
@@ -33,6 +40,13 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::ZeroSized => f.write_str("a pool of a zero-sized type holds nothing"),
             ConfigError::ReturnRing(e) => write!(f, "return ring: {e}"),
+            ConfigError::ArenaTooLarge { bytes } => {
+                write!(
+                    f,
+                    "an arena of {bytes} bytes does not fit in the address space"
+                )
+            }
+            ConfigError::Numa(e) => write!(f, "{e}"),
         }
     }
 }

@@ -38,8 +38,10 @@ extern crate alloc;
 extern crate std;
 
 pub mod arena;
+mod bump;
 mod error;
 mod freelist;
+pub mod numa;
 pub mod policy;
 mod pool;
 pub mod return_queue;
@@ -47,6 +49,7 @@ mod slab;
 mod sync;
 
 pub use arena::ArenaBox;
+pub use bump::BumpArena;
 pub use error::{ConfigError, Exhausted, Foreign};
 pub use freelist::{Freelist, Local};
 pub use policy::Capacity;

@@ -6,6 +6,7 @@ use core::mem::ManuallyDrop;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
+use crate::numa::Placement;
 use crate::policy::{Capacity, Policy, SingleThreaded, Store, DEFAULT_MAGAZINE};
 use crate::sync::{AtomicU64, Ordering};
 use crate::{ConfigError, Exhausted, Foreign};
@@ -77,11 +78,42 @@ impl<T, P: Policy> Pool<T, P> {
     /// assert_eq!(bad.unwrap_err(), ConfigError::Zero("magazine"));
     /// ```
     pub fn with_magazine(capacity: Capacity, magazine: usize) -> Result<Self, ConfigError> {
+        Self::with_options(capacity, magazine, Placement::Default)
+    }
+
+    /// As [`new`](Self::new), with every block of the pool placed on a NUMA node, the
+    /// local node or interleaved (see [`crate::numa`]). A node that is not online is
+    /// [`ConfigError::Numa`].
+    ///
+    /// ```
+    /// use handoff_pool::numa::Placement;
+    /// use handoff_pool::{policy::LockFree, Capacity, Pool};
+    /// # if cfg!(miri) { return; }
+    /// let pool = Pool::<u64, LockFree>::with_placement(Capacity::Fixed(4096), Placement::Local).unwrap();
+    /// assert_eq!(*pool.alloc(7).unwrap(), 7);
+    /// ```
+    pub fn with_placement(capacity: Capacity, placement: Placement) -> Result<Self, ConfigError> {
+        Self::with_options(capacity, DEFAULT_MAGAZINE, placement)
+    }
+
+    /// Every option at once: capacity, magazine size (for
+    /// [`ThreadCached`](crate::policy::ThreadCached); at least 1), placement.
+    ///
+    /// ```
+    /// use handoff_pool::{numa::Placement, policy::ThreadCached, Capacity, Pool};
+    /// let pool = Pool::<u64, ThreadCached>::with_options(Capacity::Grow { first_block: 256 }, 32, Placement::Default).unwrap();
+    /// assert_eq!(pool.capacity(), 256);
+    /// ```
+    pub fn with_options(
+        capacity: Capacity,
+        magazine: usize,
+        placement: Placement,
+    ) -> Result<Self, ConfigError> {
         if magazine == 0 {
             return Err(ConfigError::Zero("magazine"));
         }
         Ok(Pool {
-            store: P::Store::<T>::with_capacity(capacity, magazine)?,
+            store: P::Store::<T>::with_capacity(capacity, magazine, placement)?,
             exhausted: AtomicU64::new(0),
             _policy: PhantomData,
         })

@@ -8,6 +8,7 @@ use core::ptr::NonNull;
 use alloc::alloc::{alloc, dealloc, handle_alloc_error};
 use alloc::boxed::Box;
 
+use crate::numa::{Placement, Region};
 use crate::sync::{AtomicIsize, AtomicUsize, Ordering};
 use crate::ConfigError;
 
@@ -16,11 +17,19 @@ use crate::ConfigError;
 pub(crate) struct Slab<T> {
     base: NonNull<T>,
     len: usize,
+    /// The placed mapping the slots live in, or `None` for the global allocator's
+    /// memory.
+    region: Option<Region>,
     _slots: PhantomData<T>,
 }
 
 impl<T> Slab<T> {
     pub(crate) fn new(len: usize) -> Result<Self, ConfigError> {
+        Self::placed(len, Placement::Default)
+    }
+
+    /// `len` slots in memory placed by `placement`.
+    pub(crate) fn placed(len: usize, placement: Placement) -> Result<Self, ConfigError> {
         if size_of::<T>() == 0 {
             return Err(ConfigError::ZeroSized);
         }
@@ -28,6 +37,16 @@ impl<T> Slab<T> {
             return Err(ConfigError::Zero("slots"));
         }
         let layout = Layout::array::<T>(len).map_err(|_| ConfigError::TooLarge { slots: len })?;
+        if placement != Placement::Default {
+            let region =
+                Region::new(layout.size(), layout.align(), placement).map_err(ConfigError::Numa)?;
+            return Ok(Slab {
+                base: region.base().cast(),
+                len,
+                region: Some(region),
+                _slots: PhantomData,
+            });
+        }
         // SAFETY: `layout` has a non-zero size (`T` is not zero-sized and `len > 0`).
         let raw = unsafe { alloc(layout) };
         let Some(base) = NonNull::new(raw.cast::<T>()) else {
@@ -36,6 +55,7 @@ impl<T> Slab<T> {
         Ok(Slab {
             base,
             len,
+            region: None,
             _slots: PhantomData,
         })
     }
@@ -79,6 +99,9 @@ impl<T> Slab<T> {
 
 impl<T> Drop for Slab<T> {
     fn drop(&mut self) {
+        if self.region.is_some() {
+            return; // the region unmaps itself
+        }
         let layout = Layout::array::<T>(self.len).expect("checked in Slab::new");
         // SAFETY: `base` came from `alloc(layout)` with this same layout and is freed
         // only here, once.

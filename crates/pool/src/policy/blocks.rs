@@ -4,6 +4,7 @@
 use alloc::vec::Vec;
 
 use super::{next_block, Capacity};
+use crate::numa::Placement;
 use crate::slab::{Slab, SlotPtr};
 use crate::ConfigError;
 
@@ -11,17 +12,19 @@ pub(crate) struct Blocks<T> {
     slabs: Vec<Slab<T>>,
     total: usize,
     grows: bool,
+    placement: Placement,
 }
 
 impl<T> Blocks<T> {
     /// The first block, made now.
-    pub(crate) fn new(capacity: Capacity) -> Result<Self, ConfigError> {
+    pub(crate) fn new(capacity: Capacity, placement: Placement) -> Result<Self, ConfigError> {
         let (first, grows) = capacity.first_block::<T>()?;
-        let slab = Slab::new(first)?;
+        let slab = Slab::placed(first, placement)?;
         Ok(Blocks {
             slabs: alloc::vec![slab],
             total: first,
             grows,
+            placement,
         })
     }
 
@@ -47,7 +50,7 @@ impl<T> Blocks<T> {
         // A request that passed `Capacity::first_block` cannot fail here except by
         // running out of memory, which `Slab::new` reports through
         // `handle_alloc_error`.
-        let slab = Slab::new(n).ok()?;
+        let slab = Slab::placed(n, self.placement).ok()?;
         self.slabs.push(slab);
         self.total += n;
         Some(self.slabs.len() - 1)

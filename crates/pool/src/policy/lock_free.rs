@@ -26,6 +26,7 @@ use alloc::vec::Vec;
 use crossbeam_utils::CachePadded;
 
 use super::{next_block, Capacity, Store};
+use crate::numa::Placement;
 use crate::slab::Slab;
 use crate::sync::Shadow;
 use crate::sync::{relax, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -82,6 +83,7 @@ pub struct LockFreeStore<T> {
     /// log2(first) for a growing pool.
     shift: u32,
     grows: bool,
+    placement: Placement,
     total: AtomicUsize,
     /// Set while one thread adds a block.
     growing: AtomicBool,
@@ -214,7 +216,7 @@ impl<T> LockFreeStore<T> {
         }
         let total = self.total.load(Ordering::Relaxed);
         let n = next_block(total)?;
-        let slab = Slab::new(n).ok()?;
+        let slab = Slab::placed(n, self.placement).ok()?;
         // SAFETY: the caller holds `growing`, the only other way to `owned`.
         let owned = unsafe { &mut *self.owned.get() };
         let b = owned.len();
@@ -237,9 +239,13 @@ impl<T> LockFreeStore<T> {
 unsafe impl<T> Store<T> for LockFreeStore<T> {
     type Token = u32;
 
-    fn with_capacity(capacity: Capacity, _magazine: usize) -> Result<Self, ConfigError> {
+    fn with_capacity(
+        capacity: Capacity,
+        _magazine: usize,
+        placement: Placement,
+    ) -> Result<Self, ConfigError> {
         let (first, grows) = capacity.first_block::<T>()?;
-        let slab = Slab::<T>::new(first)?;
+        let slab = Slab::<T>::placed(first, placement)?;
         let links = Links::chain(0, first);
         let values: [AtomicPtr<T>; BLOCKS] =
             core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut()));
@@ -255,6 +261,7 @@ unsafe impl<T> Store<T> for LockFreeStore<T> {
             first,
             shift: first.trailing_zeros(),
             grows,
+            placement,
             total: AtomicUsize::new(first),
             growing: AtomicBool::new(false),
             owned: UnsafeCell::new(owned),

@@ -4,6 +4,7 @@ use core::ptr::NonNull;
 
 use super::single::Stack;
 use super::{Capacity, Store};
+use crate::numa::Placement;
 use crate::sync::{lock, Mutex};
 use crate::ConfigError;
 
@@ -23,9 +24,13 @@ unsafe impl<T: Send> Sync for LockedStore<T> {}
 unsafe impl<T> Store<T> for LockedStore<T> {
     type Token = ();
 
-    fn with_capacity(capacity: Capacity, _magazine: usize) -> Result<Self, ConfigError> {
+    fn with_capacity(
+        capacity: Capacity,
+        _magazine: usize,
+        placement: Placement,
+    ) -> Result<Self, ConfigError> {
         Ok(LockedStore {
-            stack: Mutex::new(Stack::new(capacity)?),
+            stack: Mutex::new(Stack::new(capacity, placement)?),
         })
     }
 

@@ -22,6 +22,7 @@ mod thread_cached;
 
 use core::ptr::NonNull;
 
+use crate::numa::Placement;
 use crate::ConfigError;
 
 pub use lock_free::LockFreeStore;
@@ -125,7 +126,12 @@ pub unsafe trait Store<T>: Sized {
     type Token: Copy;
     /// A store of `capacity`; `magazine` is the per-thread cache size where the
     /// policy has one (ignored otherwise, but must be at least 1).
-    fn with_capacity(capacity: Capacity, magazine: usize) -> Result<Self, ConfigError>;
+    /// Its memory is placed by `placement` (see [`crate::numa`]).
+    fn with_capacity(
+        capacity: Capacity,
+        magazine: usize,
+        placement: Placement,
+    ) -> Result<Self, ConfigError>;
     /// A free slot (uninitialised), growing on exhaustion if allowed; `None` if
     /// every slot is in use and the pool cannot grow.
     fn pop(&self) -> Option<(NonNull<T>, Self::Token)>;

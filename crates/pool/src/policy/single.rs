@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 
 use super::blocks::Blocks;
 use super::{Capacity, Store};
+use crate::numa::Placement;
 use crate::slab::SlotPtr;
 use crate::ConfigError;
 
@@ -19,8 +20,8 @@ pub(crate) struct Stack<T> {
 }
 
 impl<T> Stack<T> {
-    pub(crate) fn new(capacity: Capacity) -> Result<Self, ConfigError> {
-        let blocks = Blocks::new(capacity)?;
+    pub(crate) fn new(capacity: Capacity, placement: Placement) -> Result<Self, ConfigError> {
+        let blocks = Blocks::new(capacity, placement)?;
         let mut free = Vec::with_capacity(blocks.total());
         free.extend(blocks.slots(0));
         Ok(Stack { free, blocks })
@@ -69,9 +70,13 @@ unsafe impl<T> Send for SingleStore<T> {}
 unsafe impl<T> Store<T> for SingleStore<T> {
     type Token = ();
 
-    fn with_capacity(capacity: Capacity, _magazine: usize) -> Result<Self, ConfigError> {
+    fn with_capacity(
+        capacity: Capacity,
+        _magazine: usize,
+        placement: Placement,
+    ) -> Result<Self, ConfigError> {
         Ok(SingleStore {
-            stack: UnsafeCell::new(Stack::new(capacity)?),
+            stack: UnsafeCell::new(Stack::new(capacity, placement)?),
         })
     }
 

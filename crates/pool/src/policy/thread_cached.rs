@@ -28,6 +28,7 @@ use crossbeam_utils::CachePadded;
 
 use super::blocks::Blocks;
 use super::{Capacity, Store};
+use crate::numa::Placement;
 use crate::slab::SlotPtr;
 use crate::sync::{lock, Mutex};
 use crate::ConfigError;
@@ -199,11 +200,15 @@ impl<T> CachedStore<T> {
 unsafe impl<T> Store<T> for CachedStore<T> {
     type Token = ();
 
-    fn with_capacity(capacity: Capacity, magazine: usize) -> Result<Self, ConfigError> {
+    fn with_capacity(
+        capacity: Capacity,
+        magazine: usize,
+        placement: Placement,
+    ) -> Result<Self, ConfigError> {
         if magazine == 0 {
             return Err(ConfigError::Zero("magazine"));
         }
-        let blocks = Blocks::new(capacity)?;
+        let blocks = Blocks::new(capacity, placement)?;
         let mut full = Vec::new();
         {
             let mut slots = blocks.slots(0);
