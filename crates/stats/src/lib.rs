@@ -38,6 +38,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 mod doc;
+pub mod profile;
 
 pub use doc::DocBucket;
 
