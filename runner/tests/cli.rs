@@ -35,6 +35,10 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
         vec!["queue", "--noise-seconds", "-1"],
         vec!["queue", "--noise-seconds", "61"],
         vec!["nosuchcommand"],
+        vec!["patterns", "--scale", "0"],
+        vec!["patterns", "--repeats", "1"],
+        vec!["patterns", "--threads", "0"],
+        vec!["patterns", "--pin", &far],
     ];
     // The document's pins, on a machine that lacks those cores (this 2-core VM).
     let have_456 = [4, 5, 6].iter().all(|c| allowed().contains(c));
@@ -242,4 +246,69 @@ fn ctrl_c_stops_the_run_and_writes_nothing() {
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(err.contains("nothing was written"), "{err}");
     assert!(!out.exists(), "an interrupted run wrote {out:?}");
+}
+
+#[test]
+fn patterns_runs_every_part_and_says_what_it_cannot_measure() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = runner(&[
+        "patterns",
+        "--scale",
+        "0.01",
+        "--repeats",
+        "2",
+        "--threads",
+        "3",
+        "--noise-seconds",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for section in [
+        "arena vs malloc",
+        "typed pool vs Box",
+        "one pool, 3 threads",
+        "memory:",
+        "allocation profiler",
+        "NUMA:",
+        "order processing",
+    ] {
+        assert!(stdout.contains(section), "missing {section:?}:\n{stdout}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("patterns.json")).unwrap()).unwrap();
+    assert_eq!(json["experiment"], "patterns");
+    for w in ["lock_free", "thread_cached", "locked", "malloc"] {
+        assert!(json["ms"]["many_threads"][w].as_f64().unwrap() > 0.0, "{w}");
+    }
+    for h in ["malloc", "arena"] {
+        assert!(
+            json["memory"][h]["resident_bytes"].as_u64().is_some(),
+            "{h}"
+        );
+    }
+    assert!(json["profiler_ns"]["pool"]["alloc"]["count"].as_u64() == Some(10 * 1000));
+    let claims = json["claims"].as_array().unwrap();
+    let cache = claims.iter().find(|c| c["id"] == "cache-2.1x").unwrap();
+    assert_eq!(cache["verdict"], "not measurable here");
+    let numa = claims.iter().find(|c| c["id"] == "numa-2.5x").unwrap();
+    if json["numa"]["nodes"].as_array().unwrap().len() == 1 {
+        assert_eq!(numa["verdict"], "not measurable here");
+        assert!(stdout.contains("1 NUMA node: not measurable here"));
+    }
+    for f in [
+        "patterns-alloc.svg",
+        "patterns-threads.svg",
+        "patterns-orders.svg",
+    ] {
+        assert!(out.join(f).exists(), "{f}");
+    }
 }

@@ -3,6 +3,7 @@
 //! JSON fields and charts; `lab::session` does the rest. [`REGISTRY`] lists them for
 //! `runner --help`, `runner all` and the dispatch.
 
+pub mod patterns;
 pub mod pipeline;
 pub mod pool;
 pub mod queue;
@@ -52,7 +53,12 @@ pub fn parse_flags<A: clap::FromArgMatches>(exp: &dyn Experiment, args: &[&str])
 }
 
 /// Every experiment, in the order `runner all` runs them.
-pub static REGISTRY: &[&dyn Experiment] = &[&queue::Queue, &pipeline::Pipeline, &pool::Pool];
+pub static REGISTRY: &[&dyn Experiment] = &[
+    &queue::Queue,
+    &pipeline::Pipeline,
+    &pool::Pool,
+    &patterns::Patterns,
+];
 
 /// Looks an experiment up by its subcommand.
 pub fn find(name: &str) -> Option<&'static dyn Experiment> {

@@ -163,6 +163,60 @@ pub fn stamp(cpu: u32) -> (u64, u64) {
     }
 }
 
+/// Runs `work` on one thread pinned to `cpu` and returns its result.
+///
+/// ```
+/// let cpu = *runner::lab::topology::Topology::read().allowed.first().unwrap();
+/// let stop = std::sync::atomic::AtomicU8::new(0);
+/// assert_eq!(runner::lab::harness::on_core(2.0e9, &stop, cpu, || 6 * 7).unwrap(), 42);
+/// ```
+pub fn on_core<R: Send>(
+    freq_hz: f64,
+    stop: &AtomicU8,
+    cpu: usize,
+    work: impl FnOnce() -> R + Send,
+) -> Result<R> {
+    let (_, mut out) = run(freq_hz, stop, vec![Role::new(cpu, move |_| work())])?;
+    out.pop()
+        .ok_or_else(|| Error::Run("the measured thread returned nothing".into()))
+}
+
+/// `threads` pinned threads (cycling over `pins`) run `work(t)` at once; returns
+/// the wall time in ticks from the first start to the last end.
+///
+/// ```
+/// let cpu = *runner::lab::topology::Topology::read().allowed.first().unwrap();
+/// let stop = std::sync::atomic::AtomicU8::new(0);
+/// let hits = std::sync::atomic::AtomicUsize::new(0);
+/// let wall = runner::lab::harness::together(2.0e9, &stop, &[cpu], 3, |_| {
+///     hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+/// }).unwrap();
+/// assert_eq!(hits.into_inner(), 3);
+/// assert!(wall > 0);
+/// ```
+pub fn together(
+    freq_hz: f64,
+    stop: &AtomicU8,
+    pins: &[usize],
+    threads: usize,
+    work: impl Fn(usize) + Sync,
+) -> Result<u64> {
+    let roles = (0..threads)
+        .map(|t| {
+            let work = &work;
+            Role::new(pins[t % pins.len()], move |_| {
+                let s = pacer::now();
+                work(t);
+                (s, pacer::now())
+            })
+        })
+        .collect();
+    let (_, spans) = run(freq_hz, stop, roles)?;
+    let start = spans.iter().map(|s| s.0).min().unwrap_or(0);
+    let end = spans.iter().map(|s| s.1).max().unwrap_or(0);
+    Ok(end.saturating_sub(start))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

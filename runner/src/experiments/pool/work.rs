@@ -3,7 +3,7 @@
 
 use super::Config;
 use crate::lab::error::{Error, Result};
-use crate::lab::harness::{self, Role};
+use crate::lab::harness::{on_core as one, together};
 use crate::lab::pacer::now;
 use crate::lab::stop;
 use handoff_pool::policy::{LockFree, Locked, Policy, SingleThreaded, ThreadCached};
@@ -169,7 +169,7 @@ pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
     let to_ns = |ticks: u64, ops: usize| ticks as f64 * 1e9 / freq / ops as f64;
     match cell.scenario {
         Scenario::Bulk => {
-            let (a, f) = one(freq, cpu, move || match cell.contender {
+            let (a, f) = one(freq, stop::flag(), cpu, move || match cell.contender {
                 Contender::SingleThreaded => bulk::<SingleThreaded>(n),
                 Contender::Locked => bulk::<Locked>(n),
                 Contender::LockFree => bulk::<LockFree>(n),
@@ -182,7 +182,7 @@ pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
             })
         }
         Scenario::Interleaved => {
-            let t = one(freq, cpu, move || match cell.contender {
+            let t = one(freq, stop::flag(), cpu, move || match cell.contender {
                 Contender::SingleThreaded => interleaved::<SingleThreaded>(n),
                 Contender::Locked => interleaved::<Locked>(n),
                 Contender::LockFree => interleaved::<LockFree>(n),
@@ -198,9 +198,9 @@ pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
             let pins = &cfg.pins[..];
             let t = cell.threads;
             let wall = match cell.contender {
-                Contender::SingleThreaded => {
-                    one(freq, cpu, move || interleaved::<SingleThreaded>(n))?
-                }
+                Contender::SingleThreaded => one(freq, stop::flag(), cpu, move || {
+                    interleaved::<SingleThreaded>(n)
+                })?,
                 Contender::Locked => concurrent::<Locked>(freq, pins, t, n)?,
                 Contender::LockFree => concurrent::<LockFree>(freq, pins, t, n)?,
                 Contender::ThreadCached => concurrent::<ThreadCached>(freq, pins, t, n)?,
@@ -212,13 +212,6 @@ pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
             })
         }
     }
-}
-
-/// Runs `work` on one pinned thread.
-fn one<R: Send>(freq: f64, cpu: usize, work: impl FnOnce() -> R + Send) -> Result<R> {
-    let (_, mut out) = harness::run(freq, stop::flag(), vec![Role::new(cpu, move |_| work())])?;
-    out.pop()
-        .ok_or_else(|| Error::Run("the measured thread returned nothing".into()))
 }
 
 fn bulk<P: Policy>(n: usize) -> (u64, u64) {
@@ -287,34 +280,17 @@ fn interleaved_malloc(n: usize) -> u64 {
     now() - t0
 }
 
-/// `threads` pinned threads (cycling over `pins`) run `work` at once; returns the
-/// wall time from the first start to the last end.
-fn together(freq: f64, pins: &[usize], threads: usize, work: impl Fn() + Sync) -> Result<u64> {
-    let roles = (0..threads)
-        .map(|t| {
-            let work = &work;
-            Role::new(pins[t % pins.len()], move |_| {
-                let s = now();
-                work();
-                (s, now())
-            })
-        })
-        .collect();
-    let (_, spans) = harness::run(freq, stop::flag(), roles)?;
-    let start = spans.iter().map(|s| s.0).min().unwrap_or(0);
-    let end = spans.iter().map(|s| s.1).max().unwrap_or(0);
-    Ok(end.saturating_sub(start))
-}
-
 fn concurrent<P: Policy>(freq: f64, pins: &[usize], threads: usize, n: usize) -> Result<u64>
 where
     Pool<Block, P>: Sync,
 {
     let pool = Pool::<Block, P>::new(Capacity::Fixed(loop_slots(threads)))
         .map_err(|e| Error::Run(format!("pool: {e}")))?;
-    together(freq, pins, threads, || interleaved_loop(&pool, n))
+    together(freq, stop::flag(), pins, threads, |_| {
+        interleaved_loop(&pool, n)
+    })
 }
 
 fn concurrent_malloc(freq: f64, pins: &[usize], threads: usize, n: usize) -> Result<u64> {
-    together(freq, pins, threads, || malloc_loop(n))
+    together(freq, stop::flag(), pins, threads, |_| malloc_loop(n))
 }

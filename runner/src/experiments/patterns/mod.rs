@@ -1,0 +1,340 @@
+//! `runner patterns`: the allocator-patterns document (seeds/003). Its sections,
+//! each against malloc: a bump arena for batches of ticks, a typed pool for orders,
+//! one pool shared by many threads (the document's lock-free pool, ABA-safe here,
+//! with per-thread caches and a mutex beside it), resident memory of a million
+//! ticks, the allocation profiler's percentile table, NUMA local vs remote access,
+//! and an order-processing run with per-order latency and throughput.
+
+mod report;
+mod work;
+
+use crate::lab::error::{Error, Result};
+use crate::lab::flags;
+use crate::lab::results::check_writable;
+use crate::lab::session::{Output, Plan, Session};
+use crate::lab::stop;
+use crate::lab::topology::Topology;
+use clap::Args;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// The source document.
+pub const DOCUMENT: &str = "seeds/003_2c72cf52cff595ec.txt";
+
+/// `runner patterns` options (every default is written here and nowhere else).
+#[derive(Args, Debug, Clone)]
+pub struct PatternsArgs {
+    /// Fraction of the document's sizes to run (1: its 1000 x 10000 ticks, 100000 orders, 8 x 100000, 1M ticks, 100 MB)
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    pub scale: String,
+    /// Repeats of each timed part, contenders alternated; the first is dropped and the median of the rest reported
+    #[arg(long, default_value = "5", allow_hyphen_values = true)]
+    pub repeats: String,
+    /// Threads sharing one pool in the multi-thread part [default: the document's 8]
+    #[arg(long, default_value = "8", allow_hyphen_values = true)]
+    pub threads: String,
+    /// Cores for the threads, comma-separated (the first runs the one-thread parts) [default: adapted to this machine]
+    #[arg(long)]
+    pub pin: Option<String>,
+    /// Output directory for the JSON and SVG files
+    #[arg(long, default_value = "handoff-results")]
+    pub out: PathBuf,
+    /// Seconds to spin on the first two cores, before and after the runs, measuring what interrupts them (0: skip)
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    pub noise_seconds: String,
+}
+
+/// Everything `runner patterns` was asked to do (after validation).
+#[derive(Clone, Debug, Serialize)]
+pub struct Config {
+    /// The fraction of the document's sizes.
+    pub scale: f64,
+    /// Repeats of the timed parts, the first dropped.
+    pub repeats: usize,
+    /// Arena part: batches.
+    pub arena_iterations: usize,
+    /// Arena part: ticks per batch.
+    pub arena_batch: usize,
+    /// Typed-pool part: orders.
+    pub orders_typed: usize,
+    /// Multi-thread part: threads.
+    pub threads: usize,
+    /// Multi-thread part: orders per thread.
+    pub per_thread: usize,
+    /// Memory part: ticks held.
+    pub memory_ticks: usize,
+    /// Profiler part: batches of 1000 allocations and 1000 releases.
+    pub profile_batches: usize,
+    /// NUMA part: MiB summed.
+    pub numa_mb: usize,
+    /// NUMA part: passes over the buffer.
+    pub numa_passes: usize,
+    /// Order-processing part: orders per repeat.
+    pub orders: usize,
+    /// Cores (threads cycle over them).
+    pub pins: Vec<usize>,
+    /// Output directory.
+    pub out: PathBuf,
+    /// Seconds of the noise probe before and after (0: none).
+    pub noise_seconds: f64,
+}
+
+/// `runner patterns`.
+pub struct Patterns;
+
+impl super::Experiment for Patterns {
+    fn name(&self) -> &'static str {
+        "patterns"
+    }
+
+    fn document(&self) -> &'static str {
+        DOCUMENT
+    }
+
+    fn command(&self) -> clap::Command {
+        PatternsArgs::augment_args(clap::Command::new("patterns")).about(
+            "Arena, typed pool, shared pool, memory, profiler, NUMA and order processing vs malloc (seeds/003)",
+        )
+    }
+
+    fn all_flags(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn prepare(
+        &self,
+        args: &clap::ArgMatches,
+        topo: &Topology,
+    ) -> Result<Box<dyn super::Prepared>> {
+        let a: PatternsArgs = super::typed_args(args)?;
+        let (cfg, note) = config(&a, topo)?;
+        Ok(Box::new(Prepared {
+            cfg,
+            note,
+            allowed: topo.allowed.clone(),
+        }))
+    }
+}
+
+/// Role names for the placement table.
+const NAMES: [&str; 8] = [
+    "thread 0", "thread 1", "thread 2", "thread 3", "thread 4", "thread 5", "thread 6", "thread 7",
+];
+
+/// Validates `runner patterns` arguments against the machine. Every error is one line.
+pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+    let scale: f64 = flags::num("scale", &a.scale)?;
+    if !(scale > 0.0 && scale <= 10.0) {
+        return Err(Error::Usage(format!(
+            "--scale {}: must be above 0 and at most 10",
+            a.scale
+        )));
+    }
+    let repeats = flags::count_in("repeats", &a.repeats, 2, 1000, "repeat")?;
+    let threads = flags::count_in("threads", &a.threads, 1, 256, "thread")?;
+    let noise_seconds = flags::noise_seconds(&a.noise_seconds)?;
+    let sized = |doc: usize| ((doc as f64 * scale).round() as usize).max(1);
+    check_writable(&a.out)?;
+    let cores = topo.allowed.len().max(1);
+    let placed = threads.min(cores).min(NAMES.len());
+    let (mut pins, note) = flags::pins(a.pin.as_deref(), &NAMES[..placed], placed, topo)?;
+    pins.truncate(placed);
+    let mut notes: Vec<String> = note.into_iter().collect();
+    if threads > pins.len() {
+        notes.push(format!(
+            "the multi-thread part runs {threads} threads on {} cores: they share cores round-robin (document 003 does not say how many cores it had)",
+            pins.len()
+        ));
+    }
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    Ok((
+        Config {
+            scale,
+            repeats,
+            arena_iterations: sized(1000),
+            arena_batch: 10_000,
+            orders_typed: sized(100_000),
+            threads,
+            per_thread: sized(100_000),
+            memory_ticks: sized(1_000_000),
+            profile_batches: sized(1000),
+            numa_mb: sized(100),
+            numa_passes: 10,
+            orders: sized(1_000_000),
+            pins,
+            out: a.out.clone(),
+            noise_seconds,
+        },
+        note,
+    ))
+}
+
+struct Prepared {
+    cfg: Config,
+    note: Option<String>,
+    allowed: Vec<usize>,
+}
+
+impl super::Prepared for Prepared {
+    fn plan(&self) -> Plan {
+        Plan {
+            out: self.cfg.out.clone(),
+            roles: self
+                .cfg
+                .pins
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| (NAMES[i], p))
+                .collect(),
+            control: None,
+            pin_note: self.note.clone(),
+            noise_seconds: self.cfg.noise_seconds,
+        }
+    }
+
+    fn run(&self, session: &mut Session) -> Result<Output> {
+        let cfg = &self.cfg;
+        let freq = session.clock.calibration().freq_hz;
+        let r = cfg.repeats;
+        let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1;
+        let bar = session.progress(steps as u64)?;
+        let check = || {
+            if stop::requested() {
+                Err(Error::Interrupted)
+            } else {
+                Ok(())
+            }
+        };
+        // Memory first, while the heap holds nothing freed that malloc could reuse.
+        let mut memory = Vec::new();
+        for how in work::Holder::ALL {
+            check()?;
+            bar.set_message(format!("memory {}", how.name()));
+            memory.push((how, work::memory(cfg, how)?));
+            bar.inc(1);
+        }
+        let mut arena = Vec::new();
+        let mut typed = Vec::new();
+        let mut shared = vec![Vec::new(); work::Shared::ALL.len()];
+        let mut processed: Vec<Vec<work::Processed>> = vec![Vec::new(), Vec::new()];
+        for rep in 0..r {
+            let keep = rep > 0;
+            check()?;
+            bar.set_message(format!("repeat {} arena", rep + 1));
+            let a = work::arena_vs_malloc(cfg, freq, rep % 2 == 0)?;
+            bar.inc(1);
+            check()?;
+            bar.set_message(format!("repeat {} typed pool", rep + 1));
+            let t = work::typed_pool_vs_box(cfg, freq, rep % 2 == 1)?;
+            bar.inc(2);
+            if keep {
+                arena.push(a);
+                typed.push(t);
+            }
+            let n = work::Shared::ALL.len();
+            for k in 0..n {
+                let i = (k + rep) % n;
+                check()?;
+                let who = work::Shared::ALL[i];
+                bar.set_message(format!(
+                    "repeat {} {} threads {}",
+                    rep + 1,
+                    cfg.threads,
+                    who.name()
+                ));
+                let wall = work::many_threads(cfg, freq, who)?;
+                if keep {
+                    shared[i].push(wall);
+                }
+                bar.inc(1);
+            }
+            for k in 0..2 {
+                let i = (k + rep) % 2;
+                check()?;
+                let src = [work::Source::Malloc, work::Source::Pool][i];
+                bar.set_message(format!("repeat {} orders {}", rep + 1, src.name()));
+                let p = work::process(cfg, freq, src)?;
+                if keep {
+                    processed[i].push(p);
+                }
+                bar.inc(1);
+            }
+        }
+        check()?;
+        bar.set_message("profiler");
+        let profile = work::profiled(cfg, freq, &session.clock)?;
+        bar.inc(1);
+        check()?;
+        bar.set_message("numa");
+        let numa = work::numa_access(cfg, freq, &self.allowed)?;
+        bar.inc(1);
+        bar.finish_and_clear();
+        let outcome = report::Outcome::new(
+            cfg,
+            &session.clock,
+            memory,
+            arena,
+            typed,
+            shared,
+            processed,
+            profile,
+            numa,
+        );
+        session.probe_after()?;
+        Ok(Output {
+            sections: report::sections(&outcome, cfg),
+            claims: report::claims(&outcome, cfg),
+            json: report::json_fields(&outcome, cfg)?,
+            files: report::charts(&outcome, cfg)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::parse_flags;
+
+    fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
+        let a: PatternsArgs = parse_flags(&Patterns, args)?;
+        config(&a, &Topology::two_cores())
+    }
+
+    #[test]
+    fn defaults_are_the_documents_sizes_and_adapt_to_two_cores() {
+        let (c, note) = config_of(&[]).unwrap();
+        assert_eq!((c.arena_iterations, c.arena_batch), (1000, 10_000));
+        assert_eq!(
+            (c.orders_typed, c.threads, c.per_thread),
+            (100_000, 8, 100_000)
+        );
+        assert_eq!(
+            (c.memory_ticks, c.numa_mb, c.orders),
+            (1_000_000, 100, 1_000_000)
+        );
+        assert_eq!(c.pins, vec![0, 1]);
+        assert!(note.unwrap().contains("8 threads on 2 cores"));
+        let (c, _) = config_of(&["--scale", "0.01"]).unwrap();
+        assert_eq!(
+            (c.arena_iterations, c.orders_typed, c.memory_ticks),
+            (10, 1000, 10_000)
+        );
+        assert_eq!(c.arena_batch, 10_000, "a batch keeps the document's size");
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_one_line() {
+        for (args, needle) in [
+            (&["--scale", "0"][..], "above 0"),
+            (&["--scale", "11"][..], "at most 10"),
+            (&["--scale", "x"][..], "not a number"),
+            (&["--repeats", "1"][..], "at least 2"),
+            (&["--threads", "0"][..], "at least 1"),
+            (&["--pin", "4,5"][..], "not available"),
+        ] {
+            let e = config_of(args).unwrap_err().to_string();
+            assert!(e.contains(needle), "{args:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}

@@ -1,0 +1,587 @@
+//! The measured parts of `runner patterns`, one function per section of document 003.
+//! Every timed loop runs on a pinned thread through the lab's harness and returns
+//! TSC ticks; the caller alternates contenders between repeats.
+
+use super::Config;
+use crate::lab::error::{Error, Result};
+use crate::lab::harness::{on_core, together};
+use crate::lab::pacer::now;
+use crate::lab::stop;
+use handoff_clock::Clock;
+use handoff_pool::numa::{self, Placement};
+use handoff_pool::policy::{LockFree, Locked, Policy, ThreadCached};
+use handoff_pool::{BumpArena, Capacity, Pool};
+use handoff_stats::profile::{AllocProfiler, AllocReport};
+use handoff_stats::{Latency, Unit};
+use serde::Serialize;
+use std::hint::black_box;
+
+/// Document 003's `Tick` (24 bytes). Written as the document writes it; the
+/// measured loops only hold it.
+#[derive(Clone, Copy, Debug)]
+#[allow(dead_code)]
+pub struct Tick {
+    timestamp: u64,
+    price: f64,
+    volume: i32,
+    flags: u32,
+}
+
+impl Tick {
+    #[inline(always)]
+    fn new(i: u64) -> Tick {
+        Tick {
+            timestamp: i,
+            price: 100.0 + i as f64 * 0.01,
+            volume: 100 + i as i32,
+            flags: 0,
+        }
+    }
+}
+
+/// Document 003's arena rounds every allocation up to 64 bytes: a tick so aligned.
+#[derive(Clone, Copy)]
+#[repr(align(64))]
+struct Tick64(#[allow(dead_code)] Tick);
+
+/// Document 003's `Order` (32 bytes); the risk check reads price, quantity and
+/// symbol.
+#[derive(Clone, Copy, Debug)]
+#[allow(dead_code)]
+pub struct Order {
+    order_id: u64,
+    symbol_id: u32,
+    price: f64,
+    quantity: i32,
+    side: u8,
+    kind: u8,
+    flags: u16,
+}
+
+impl Order {
+    #[inline(always)]
+    fn new(i: u64) -> Order {
+        Order {
+            order_id: i,
+            symbol_id: (i % 64) as u32,
+            price: 100.0 + (i % 1000) as f64 * 0.01,
+            quantity: 1 + (i % 500) as i32,
+            side: (i & 1) as u8,
+            kind: 0,
+            flags: 0,
+        }
+    }
+}
+
+const _: () = assert!(size_of::<Tick>() == 24 && size_of::<Order>() == 32);
+
+fn bug(e: impl std::fmt::Display) -> ! {
+    panic!("pool sized for the loop failed: {e}")
+}
+
+// ---------------------------------------------------------------------------------
+// Arena vs malloc: `iterations` batches of `per` ticks.
+
+/// One repeat: (malloc ticks, arena ticks) of the whole loop.
+pub fn arena_vs_malloc(cfg: &Config, freq: f64, malloc_first: bool) -> Result<(u64, u64)> {
+    let (iters, per) = (cfg.arena_iterations, cfg.arena_batch);
+    let cpu = cfg.pins[0];
+    let malloc = || {
+        on_core(freq, stop::flag(), cpu, move || {
+            let t0 = now();
+            for i in 0..iters {
+                let mut ptrs: Vec<Box<Tick>> = Vec::with_capacity(per);
+                for j in 0..per {
+                    ptrs.push(Box::new(Tick::new((i * per + j) as u64)));
+                }
+                black_box(&ptrs);
+            }
+            now() - t0
+        })
+    };
+    let arena = || {
+        on_core(freq, stop::flag(), cpu, move || {
+            let t0 = now();
+            let mut arena = BumpArena::new(size_of::<Tick>() * per * 2).unwrap_or_else(|e| bug(e));
+            for i in 0..iters {
+                arena.reset();
+                for j in 0..per {
+                    let t = arena
+                        .alloc(Tick::new((i * per + j) as u64))
+                        .unwrap_or_else(|_| bug("arena full"));
+                    black_box(t);
+                }
+            }
+            now() - t0
+        })
+    };
+    if malloc_first {
+        let m = malloc()?;
+        Ok((m, arena()?))
+    } else {
+        let a = arena()?;
+        Ok((malloc()?, a))
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Typed pool vs Box: `n` orders allocated, then all released.
+
+/// One repeat of the typed-pool part, in ticks.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct TypedSample {
+    /// `Box`: allocate all, then drop all.
+    pub boxed: u64,
+    /// A fresh `Pool<Order>` (made inside the timing, as document 003 does).
+    pub pool_fresh: u64,
+    /// The same pool's second pass (every block already made and touched).
+    pub pool_warm: u64,
+}
+
+/// One repeat of the typed-pool part.
+pub fn typed_pool_vs_box(cfg: &Config, freq: f64, box_first: bool) -> Result<TypedSample> {
+    let n = cfg.orders_typed;
+    let cpu = cfg.pins[0];
+    let boxed = || {
+        on_core(freq, stop::flag(), cpu, move || {
+            let mut v: Vec<Box<Order>> = Vec::with_capacity(n);
+            let t0 = now();
+            for i in 0..n as u64 {
+                v.push(Box::new(Order::new(i)));
+            }
+            v.clear();
+            now() - t0
+        })
+    };
+    let pooled = || {
+        on_core(freq, stop::flag(), cpu, move || {
+            let mut v = Vec::with_capacity(n);
+            let t0 = now();
+            let pool =
+                Pool::<Order>::new(Capacity::Grow { first_block: 4096 }).unwrap_or_else(|e| bug(e));
+            let mut pass = || {
+                for i in 0..n as u64 {
+                    v.push(
+                        pool.alloc_raw(Order::new(i))
+                            .unwrap_or_else(|_| bug("full")),
+                    );
+                }
+                for r in v.drain(..) {
+                    let _ = pool.free(r);
+                }
+            };
+            pass();
+            let t1 = now();
+            pass();
+            let t2 = now();
+            (t1 - t0, t2 - t1)
+        })
+    };
+    let (boxed, (fresh, warm)) = if box_first {
+        let b = boxed()?;
+        (b, pooled()?)
+    } else {
+        let p = pooled()?;
+        (boxed()?, p)
+    };
+    Ok(TypedSample {
+        boxed,
+        pool_fresh: fresh,
+        pool_warm: warm,
+    })
+}
+
+// ---------------------------------------------------------------------------------
+// Many threads, one pool: each thread allocates `per` orders, then frees them all.
+
+/// A contender of the multi-thread part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shared {
+    /// `Pool<Order, LockFree>`: document 003's lock-free pool, ABA-safe.
+    LockFree,
+    /// `Pool<Order, ThreadCached>`: per-thread magazines.
+    ThreadCached,
+    /// `Pool<Order, Locked>`: one mutex.
+    Locked,
+    /// `Box` on the process allocator.
+    Malloc,
+}
+
+impl Shared {
+    /// Every contender, in table order.
+    pub const ALL: [Shared; 4] = [
+        Shared::LockFree,
+        Shared::ThreadCached,
+        Shared::Locked,
+        Shared::Malloc,
+    ];
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shared::LockFree => "lock_free",
+            Shared::ThreadCached => "thread_cached",
+            Shared::Locked => "locked",
+            Shared::Malloc => "malloc",
+        }
+    }
+}
+
+/// Wall ticks of one repeat of `who`.
+pub fn many_threads(cfg: &Config, freq: f64, who: Shared) -> Result<u64> {
+    let (t, per) = (cfg.threads, cfg.per_thread);
+    fn shared<P: Policy>(cfg: &Config, freq: f64, t: usize, per: usize) -> Result<u64>
+    where
+        Pool<Order, P>: Sync,
+    {
+        // Document 003's pool starts with one block of 4096 and grows.
+        let pool = Pool::<Order, P>::new(Capacity::Grow { first_block: 4096 })
+            .map_err(|e| Error::Run(format!("pool: {e}")))?;
+        together(freq, stop::flag(), &cfg.pins, t, |k| {
+            let mut held = Vec::with_capacity(per);
+            for i in 0..per as u64 {
+                held.push(
+                    pool.alloc_raw(Order::new(k as u64 * 1_000_000_000 + i))
+                        .unwrap_or_else(|_| bug("full")),
+                );
+            }
+            for r in held {
+                let _ = pool.free(r);
+            }
+        })
+    }
+    match who {
+        Shared::LockFree => shared::<LockFree>(cfg, freq, t, per),
+        Shared::ThreadCached => shared::<ThreadCached>(cfg, freq, t, per),
+        Shared::Locked => shared::<Locked>(cfg, freq, t, per),
+        Shared::Malloc => together(freq, stop::flag(), &cfg.pins, t, |k| {
+            let mut held = Vec::with_capacity(per);
+            for i in 0..per as u64 {
+                held.push(Box::new(Order::new(k as u64 * 1_000_000_000 + i)));
+            }
+            black_box(&held);
+        }),
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Memory: `n` ticks kept alive, resident memory before and after.
+
+/// Resident memory of one way of holding the ticks.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Memory {
+    /// Bytes the ticks themselves need (`n * 24`).
+    pub requested: u64,
+    /// Growth of the process's resident memory while they are alive.
+    pub resident: u64,
+}
+
+impl Memory {
+    /// `(resident - requested) / requested`.
+    pub fn overhead(&self) -> f64 {
+        (self.resident as f64 - self.requested as f64) / self.requested as f64
+    }
+}
+
+/// Resident bytes of this process (`Rss:` of `/proc/self/smaps_rollup`, in kB).
+fn resident() -> Result<u64> {
+    let text = std::fs::read_to_string("/proc/self/smaps_rollup")
+        .map_err(|e| Error::Unsupported(format!("cannot read /proc/self/smaps_rollup: {e}")))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Rss:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .ok_or_else(|| Error::Run("no Rss line in /proc/self/smaps_rollup".into()))
+}
+
+/// How the ticks are held in the memory part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Holder {
+    /// One `Box<Tick>` each (glibc malloc).
+    Malloc,
+    /// A `BumpArena`, each tick at its own alignment (8).
+    Arena,
+    /// A `BumpArena` with document 003's rounding of every allocation to 64 bytes.
+    Arena64,
+}
+
+impl Holder {
+    /// In table order, which is also the order they run in: the arenas' buffers are
+    /// mappings of their own, returned to the system when dropped, so malloc runs last
+    /// on a heap that holds nothing freed it could reuse unseen.
+    pub const ALL: [Holder; 3] = [Holder::Arena, Holder::Arena64, Holder::Malloc];
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Holder::Malloc => "malloc",
+            Holder::Arena => "arena",
+            Holder::Arena64 => "arena, 64-byte slots",
+        }
+    }
+}
+
+/// Holds `cfg.memory_ticks` ticks the `how` way and measures the resident growth.
+/// Runs on the calling thread; the memory part runs before every other part so the
+/// heap holds no freed memory that malloc could reuse unseen.
+pub fn memory(cfg: &Config, how: Holder) -> Result<Memory> {
+    let n = cfg.memory_ticks;
+    let requested = (n * size_of::<Tick>()) as u64;
+    match how {
+        Holder::Malloc => {
+            // The vector of boxes is the benchmark's, not the ticks': every page of it
+            // is written before the first reading (`None` is a null pointer).
+            let mut held: Vec<Option<Box<Tick>>> = vec![None; n];
+            let before = resident()?;
+            for (i, slot) in held.iter_mut().enumerate() {
+                *slot = Some(Box::new(Tick::new(i as u64)));
+            }
+            let after = resident()?;
+            black_box(&held);
+            Ok(Memory {
+                requested,
+                resident: after.saturating_sub(before),
+            })
+        }
+        Holder::Arena | Holder::Arena64 => {
+            let slot = if how == Holder::Arena { 24 } else { 64 };
+            let arena = BumpArena::new(n * slot).map_err(|e| Error::Run(e.to_string()))?;
+            let before = resident()?;
+            for i in 0..n as u64 {
+                let ok = if how == Holder::Arena {
+                    arena.alloc(Tick::new(i)).is_ok()
+                } else {
+                    arena.alloc(Tick64(Tick::new(i))).is_ok()
+                };
+                if !ok {
+                    bug("arena full");
+                }
+            }
+            let after = resident()?;
+            Ok(Memory {
+                requested,
+                resident: after.saturating_sub(before),
+            })
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The profiler: every allocate and release timed, pool and malloc.
+
+/// Profiles `batches` x (`batch` allocations, then `batch` releases) of orders on
+/// the pool, then on `Box`; returns (pool, malloc) reports.
+pub fn profiled(cfg: &Config, freq: f64, clock: &Clock) -> Result<(AllocReport, AllocReport)> {
+    let (batches, batch) = (cfg.profile_batches, 1000usize);
+    let cpu = cfg.pins[0];
+    let pool_clock = clock.clone();
+    let pool = on_core(freq, stop::flag(), cpu, move || {
+        let pool = Pool::<Order>::new(Capacity::Fixed(batch)).unwrap_or_else(|e| bug(e));
+        let mut prof = AllocProfiler::new(pool_clock);
+        let mut held = Vec::with_capacity(batch);
+        for b in 0..batches {
+            for i in 0..batch {
+                let r = prof.alloc(|| pool.alloc_raw(Order::new((b * batch + i) as u64)));
+                held.push(r.unwrap_or_else(|_| bug("full")));
+            }
+            for r in held.drain(..) {
+                let _ = prof.free(|| pool.free(r));
+            }
+        }
+        prof.report()
+    })?;
+    let box_clock = clock.clone();
+    let malloc = on_core(freq, stop::flag(), cpu, move || {
+        let mut prof = AllocProfiler::new(box_clock);
+        let mut held = Vec::with_capacity(batch);
+        for b in 0..batches {
+            for i in 0..batch {
+                held.push(prof.alloc(|| Box::new(Order::new((b * batch + i) as u64))));
+            }
+            for r in held.drain(..) {
+                prof.free(|| drop(r));
+            }
+        }
+        prof.report()
+    })?;
+    Ok((pool, malloc))
+}
+
+// ---------------------------------------------------------------------------------
+// NUMA: sum a buffer placed on node 0 from a CPU of node 0 and of node 1.
+
+/// What the NUMA part found.
+#[derive(Clone, Debug, Serialize)]
+pub struct NumaOutcome {
+    /// Online nodes.
+    pub nodes: Vec<u32>,
+    /// GB/s summing the buffer from a CPU on its node.
+    pub local_gbps: f64,
+    /// The CPU that did.
+    pub local_cpu: usize,
+    /// GB/s from a CPU of another node, where there is one this process may use.
+    pub remote_gbps: Option<f64>,
+    /// The CPU that did.
+    pub remote_cpu: Option<usize>,
+    /// The node the buffer's pages were found on.
+    pub buffer_node: u32,
+}
+
+/// CPUs of `node` (`/sys/devices/system/node/nodeN/cpulist`) this process may use.
+fn cpus_of(node: u32, allowed: &[usize]) -> Vec<usize> {
+    std::fs::read_to_string(format!("/sys/devices/system/node/node{node}/cpulist"))
+        .ok()
+        .and_then(|s| crate::lab::topology::parse_cpu_list(s.trim()).ok())
+        .map(|v| v.into_iter().filter(|c| allowed.contains(c)).collect())
+        .unwrap_or_default()
+}
+
+/// Sums `passes` times over `mb` MiB of doubles on node `nodes[0]`.
+pub fn numa_access(cfg: &Config, freq: f64, allowed: &[usize]) -> Result<NumaOutcome> {
+    let nodes = numa::online_nodes().map_err(|e| Error::Unsupported(e.to_string()))?;
+    let home = nodes[0];
+    let bytes = cfg.numa_mb << 20;
+    let arena = BumpArena::with_placement(bytes, Placement::Node(home))
+        .map_err(|e| Error::Run(format!("NUMA buffer: {e}")))?;
+    let data = arena
+        .alloc_slice_fill_with(bytes / 8, |i| i as f64)
+        .ok_or_else(|| Error::Run("NUMA buffer: arena too small".into()))?;
+    let buffer_node =
+        numa::node_of(&data[data.len() / 2]).map_err(|e| Error::Run(e.to_string()))?;
+    let data: &[f64] = data;
+    let passes = cfg.numa_passes;
+    let sum_on = |cpu: usize| -> Result<f64> {
+        let ticks = on_core(freq, stop::flag(), cpu, move || {
+            let t0 = now();
+            let mut sum = 0.0;
+            for _ in 0..passes {
+                sum += data.iter().sum::<f64>();
+            }
+            black_box(sum);
+            now() - t0
+        })?;
+        Ok((bytes * passes) as f64 / (ticks as f64 / freq) / 1e9)
+    };
+    let local_cpu = cpus_of(home, allowed)
+        .first()
+        .copied()
+        .unwrap_or(cfg.pins[0]);
+    let local_gbps = sum_on(local_cpu)?;
+    let remote_cpu = nodes[1..]
+        .iter()
+        .find_map(|&n| cpus_of(n, allowed).first().copied());
+    let remote_gbps = remote_cpu.map(sum_on).transpose()?;
+    Ok(NumaOutcome {
+        nodes,
+        local_gbps,
+        local_cpu,
+        remote_gbps,
+        remote_cpu,
+        buffer_node,
+    })
+}
+
+// ---------------------------------------------------------------------------------
+// Order processing: allocate, check, rest on a book, cancel the oldest.
+
+/// Orders resting on the book at once.
+pub const BOOK: usize = 4096;
+
+/// One order-processing repeat: per-order latency in ticks and the loop's ticks.
+pub struct Processed {
+    /// Per-order latency, ticks.
+    pub latency: Latency,
+    /// Ticks for all orders, in a pass without per-order clock reads.
+    pub total: u64,
+}
+
+/// Where orders come from in the order-processing part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `Box<Order>` (malloc/free).
+    Malloc,
+    /// `Pool<Order>`.
+    Pool,
+}
+
+impl Source {
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Malloc => "malloc",
+            Source::Pool => "pool",
+        }
+    }
+}
+
+/// The risk check: notional within the symbol's limit.
+#[inline(always)]
+fn accept(o: &Order, limits: &[f64; 64]) -> bool {
+    o.price * o.quantity as f64 <= limits[o.symbol_id as usize] && o.quantity > 0
+}
+
+/// The order-processing loop over `n` orders from `source`: each order allocated,
+/// filled, risk-checked, rested on a book of [`BOOK`] orders whose oldest is
+/// cancelled (released) to make room. With `latency`, each order is timed from its
+/// allocation to the end of the cancel.
+#[inline(always)]
+fn orders_loop(source: Source, n: usize, limits: &[f64; 64], mut latency: Option<&mut Latency>) {
+    let mut rejected = 0u64;
+    macro_rules! run {
+        ($book:ident, $make:expr) => {
+            for i in 0..n as u64 {
+                let t0 = if latency.is_some() { now() } else { 0 };
+                let o = $make(i);
+                if accept(&o, limits) {
+                    if $book.len() == BOOK {
+                        drop($book.pop_front());
+                    }
+                    $book.push_back(o);
+                } else {
+                    rejected += 1;
+                }
+                if let Some(l) = latency.as_deref_mut() {
+                    l.record(now() - t0);
+                }
+            }
+        };
+    }
+    match source {
+        Source::Malloc => {
+            let mut book = std::collections::VecDeque::with_capacity(BOOK);
+            run!(book, |i| Box::new(Order::new(i)));
+        }
+        Source::Pool => {
+            let pool = Pool::<Order>::new(Capacity::Fixed(BOOK + 1)).unwrap_or_else(|e| bug(e));
+            let mut book = std::collections::VecDeque::with_capacity(BOOK);
+            run!(book, |i| pool
+                .alloc(Order::new(i))
+                .unwrap_or_else(|_| bug("full")));
+        }
+    }
+    black_box(rejected);
+}
+
+/// One repeat: a pass with every order timed (latency), then a pass without the
+/// clock reads (throughput).
+pub fn process(cfg: &Config, freq: f64, source: Source) -> Result<Processed> {
+    let n = cfg.orders;
+    let cpu = cfg.pins[0];
+    let mut limits = [0.0f64; 64];
+    for (i, l) in limits.iter_mut().enumerate() {
+        *l = 50_000.0 + i as f64 * 1000.0;
+    }
+    on_core(freq, stop::flag(), cpu, move || {
+        let mut latency = Latency::with_unit(Unit::Ticks);
+        orders_loop(source, n, &limits, Some(&mut latency));
+        let start = now();
+        orders_loop(source, n, &limits, None);
+        Processed {
+            latency,
+            total: now() - start,
+        }
+    })
+}
