@@ -191,7 +191,8 @@ pub fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
             "  {:<22} {:>12.1} {:>9.0}%",
             h.name(),
             mib(m.resident),
-            m.overhead() * 100.0
+            // A partial page either way is not overhead: no "-0%".
+            (m.overhead() * 100.0).max(0.0)
         );
     }
     v.push(s);

@@ -332,8 +332,13 @@ pub fn memory(cfg: &Config, how: Holder) -> Result<Memory> {
     match how {
         Holder::Malloc => {
             // The vector of boxes is the benchmark's, not the ticks': every page of it
-            // is written before the first reading (`None` is a null pointer).
-            let mut held: Vec<Option<Box<Tick>>> = vec![None; n];
+            // is written before the first reading. (`vec![None; n]` would be calloc's
+            // untouched zero pages, faulted in during the measurement; `black_box`
+            // keeps the compiler from dropping the stores of zero.)
+            let mut held: Vec<Option<Box<Tick>>> = Vec::with_capacity(n);
+            for _ in 0..n {
+                held.push(black_box(None));
+            }
             let before = resident()?;
             for (i, slot) in held.iter_mut().enumerate() {
                 *slot = Some(Box::new(Tick::new(i as u64)));
