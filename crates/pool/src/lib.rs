@@ -7,6 +7,11 @@
 //!   its arena's drain counter, and an arena is refilled only once all of its last
 //!   fill has been acknowledged.
 //! * [`Freelist`]: the single-thread pool, the baseline for the other two.
+//! * [`Pool`]: one object pool whose thread-safety policy is a type parameter
+//!   ([`policy`]: single-threaded, mutex, lock-free, per-thread caches), fixed or
+//!   growing by whole blocks.
+//! * [`BumpArena`]: a bump arena freed all at once by `reset`.
+//! * [`numa`]: placement of a `Pool`'s or an arena's memory on a NUMA node.
 //!
 //! Every pool is a fixed slab allocated up front; nothing is allocated on the hot
 //! path. The cross-thread pools have split handles, `Allocator` and `Releaser`, each
