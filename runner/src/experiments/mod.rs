@@ -60,6 +60,16 @@ pub static REGISTRY: &[&dyn Experiment] = &[
     &patterns::Patterns,
 ];
 
+/// The tasks a child runner can run (`lab::child`): allocator contenders that need
+/// another global allocator.
+pub static CHILD_TASKS: &[(&str, crate::lab::child::Task)] = &[
+    (
+        pipeline::variants::CHILD_TASK,
+        pipeline::variants::child_task,
+    ),
+    (pool::CHILD_TASK, pool::child_task),
+];
+
 /// Looks an experiment up by its subcommand.
 pub fn find(name: &str) -> Option<&'static dyn Experiment> {
     REGISTRY.iter().copied().find(|e| e.name() == name)

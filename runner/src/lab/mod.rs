@@ -4,6 +4,7 @@
 //! flag parsing, typed errors, atomic results, SVG charts and Ctrl-C handling.
 
 pub mod chart;
+pub mod child;
 pub mod claims;
 pub mod env;
 pub mod error;

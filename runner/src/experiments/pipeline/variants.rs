@@ -16,7 +16,6 @@ use crate::lab::measure::Stamps;
 use crate::lab::pacer::Schedule;
 use handoff_pool::{arena, return_queue, ArenaBox, PoolBox};
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Write};
 use std::ops::DerefMut;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
@@ -336,85 +335,26 @@ fn roles<A: Alloc, F: Free<Obj = A::Obj>>(
     })
 }
 
-/// The environment variable that makes the runner's process allocator mimalloc.
-pub const ALLOCATOR_ENV: &str = "HANDOFF_ALLOCATOR";
-/// The hidden first argument that makes the runner a pipeline child.
-pub const CHILD_ARG: &str = "__pipeline-child";
+/// The child task that runs the `Box` strategy under mimalloc.
+pub const CHILD_TASK: &str = "pipeline";
 
 /// Runs the `Box` strategy in a child process whose allocator is mimalloc.
 fn in_child(spec: &RunSpec, stop: &AtomicU8) -> Result<RunRaw> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::Run(format!("mimalloc: cannot find the runner binary: {e}")))?;
-    let mut child = std::process::Command::new(exe)
-        .arg(CHILD_ARG)
-        .env(ALLOCATOR_ENV, "mimalloc")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::Run(format!("mimalloc: cannot start the child process: {e}")))?;
     let json = serde_json::to_vec(spec).map_err(|e| Error::Run(format!("mimalloc: {e}")))?;
-    child
-        .stdin
-        .take()
-        .expect("piped")
-        .write_all(&json)
-        .map_err(|e| Error::Run(format!("mimalloc: writing to the child: {e}")))?;
-    let mut bytes = Vec::new();
-    child
-        .stdout
-        .take()
-        .expect("piped")
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::Run(format!("mimalloc: reading from the child: {e}")))?;
-    let mut err = String::new();
-    let _ = child.stderr.take().expect("piped").read_to_string(&mut err);
-    let status = child
-        .wait()
-        .map_err(|e| Error::Run(format!("mimalloc: {e}")))?;
+    let out = lab::child::run("mimalloc", CHILD_TASK, "mimalloc", &json);
     if stop.load(Ordering::Relaxed) != 0 {
         return Err(Error::Interrupted);
     }
-    if !status.success() {
-        return Err(Error::Run(format!(
-            "mimalloc child process failed ({status}): {}",
-            err.trim()
-        )));
-    }
-    decode(&bytes, spec)
+    decode(&out?, spec)
 }
 
-/// The child's side: reads a [`RunSpec`] on stdin, runs the `Box` strategy with this
-/// process's allocator, writes the raw stamps to stdout. Returns the exit status.
-pub fn child_main() -> i32 {
-    let mut input = Vec::new();
-    if let Err(e) = std::io::stdin().read_to_end(&mut input) {
-        eprintln!("reading the run spec: {e}");
-        return 1;
-    }
-    let spec: RunSpec = match serde_json::from_slice(&input) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("bad run spec: {e}");
-            return 1;
-        }
-    };
+/// The child's side: a [`RunSpec`] in, the `Box` strategy run with this process's
+/// allocator, the raw stamps out.
+pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    let spec: RunSpec = serde_json::from_slice(input).map_err(|e| format!("bad run spec: {e}"))?;
     static NEVER: AtomicU8 = AtomicU8::new(0);
-    match roles(&spec, &NEVER, BoxAlloc, BoxFree) {
-        Ok(raw) => {
-            let bytes = encode(&raw);
-            let mut out = std::io::stdout().lock();
-            if let Err(e) = out.write_all(&bytes).and_then(|()| out.flush()) {
-                eprintln!("writing the stamps: {e}");
-                return 1;
-            }
-            0
-        }
-        Err(e) => {
-            eprintln!("{e}");
-            1
-        }
-    }
+    let raw = roles(&spec, &NEVER, BoxAlloc, BoxFree).map_err(|e| e.to_string())?;
+    Ok(encode(&raw))
 }
 
 /// Header words, then the four stamp arrays, then one (ops, seconds bits) pair per

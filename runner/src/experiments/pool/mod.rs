@@ -19,7 +19,7 @@ use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
 
-pub use work::Contender;
+pub use work::{child_task, Contender, CHILD_TASK};
 
 /// The source document.
 pub const DOCUMENT: &str = "seeds/001_2e06d77cf9740409.txt";
@@ -51,7 +51,7 @@ pub struct PoolArgs {
 }
 
 /// Everything `runner pool` was asked to do (after validation).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Config {
     /// Operations per scenario and repeat (per thread when concurrent).
     pub iterations: usize,

@@ -114,11 +114,14 @@ pub fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
         cfg.threads, cfg.pins
     );
     let mut t = String::new();
-    let _ = writeln!(t, "malloc / pool, alloc+free (document 001's second table)");
     let _ = writeln!(
         t,
-        "  {:<36} {:>14} {:>16} {:>14}",
-        "policy", "pool", "malloc", "malloc / pool"
+        "malloc / pool, alloc+free (document 001's second table, with mimalloc beside glibc)"
+    );
+    let _ = writeln!(
+        t,
+        "  {:<36} {:>10} {:>10} {:>14} {:>10} {:>16}",
+        "policy", "pool", "malloc", "malloc / pool", "mimalloc", "mimalloc / pool"
     );
     for c in &Contender::ALL[..4] {
         let (scenario, th) = if *c == Contender::SingleThreaded {
@@ -128,13 +131,16 @@ pub fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
         };
         let pool = out.ns(scenario, *c);
         let malloc = out.ns(scenario, Contender::Malloc);
+        let mi = out.ns(scenario, Contender::Mimalloc);
         let _ = writeln!(
             t,
-            "  {:<36} {:>14} {:>16} {:>13.2}x",
+            "  {:<36} {:>10} {:>10} {:>13.2}x {:>10} {:>15.2}x",
             format!("{} ({}, T={th})", c.name(), c.doc_name()),
             f(pool),
             f(malloc),
-            malloc / pool
+            malloc / pool,
+            f(mi),
+            mi / pool
         );
     }
     vec![s, t]
@@ -236,6 +242,10 @@ pub fn json_fields(out: &Outcome, cfg: &Config) -> Result<Map<String, Value>> {
         ratios.insert(
             format!("malloc_over_{}", c.name()),
             json!(out.ns(scenario, Contender::Malloc) / out.ns(scenario, *c)),
+        );
+        ratios.insert(
+            format!("mimalloc_over_{}", c.name()),
+            json!(out.ns(scenario, Contender::Mimalloc) / out.ns(scenario, *c)),
         );
     }
     let samples: Vec<Value> = out

@@ -8,7 +8,7 @@ use crate::lab::pacer::now;
 use crate::lab::stop;
 use handoff_pool::policy::{LockFree, Locked, Policy, SingleThreaded, ThreadCached};
 use handoff_pool::{Capacity, Pool};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 use std::mem::MaybeUninit;
 
@@ -33,7 +33,7 @@ impl Block {
 }
 
 /// A contender: a policy of `handoff_pool::Pool`, or the process allocator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Contender {
     /// `Pool<_, SingleThreaded>` (document 001's NONE).
@@ -46,16 +46,20 @@ pub enum Contender {
     ThreadCached,
     /// `Box` on the runner's allocator (glibc malloc).
     Malloc,
+    /// `Box` on mimalloc: the malloc loops in a child runner whose allocator is
+    /// mimalloc (`lab::child`).
+    Mimalloc,
 }
 
 impl Contender {
     /// Every contender, in table order.
-    pub const ALL: [Contender; 5] = [
+    pub const ALL: [Contender; 6] = [
         Contender::SingleThreaded,
         Contender::Locked,
         Contender::LockFree,
         Contender::ThreadCached,
         Contender::Malloc,
+        Contender::Mimalloc,
     ];
 
     /// Our name.
@@ -66,6 +70,7 @@ impl Contender {
             Contender::LockFree => "lock_free",
             Contender::ThreadCached => "thread_cached",
             Contender::Malloc => "malloc",
+            Contender::Mimalloc => "mimalloc",
         }
     }
 
@@ -77,12 +82,13 @@ impl Contender {
             Contender::LockFree => "LOCKFREE",
             Contender::ThreadCached => "deferred",
             Contender::Malloc => "malloc",
+            Contender::Mimalloc => "mimalloc",
         }
     }
 }
 
 /// A scenario of document 001.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Scenario {
     /// N allocations, then N releases, timed apart.
@@ -105,7 +111,7 @@ impl Scenario {
 }
 
 /// One (scenario, contender) of the run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Cell {
     /// Scenario.
     pub scenario: Scenario,
@@ -144,7 +150,7 @@ pub fn cells(cfg: &Config) -> Vec<Cell> {
 }
 
 /// One repeat of one cell: ns per operation (bulk: allocation, and release apart).
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Sample {
     /// ns per allocation (bulk) or per allocate + release (the other scenarios).
     pub ns: f64,
@@ -162,8 +168,42 @@ fn exhausted() -> ! {
     panic!("the pool ran out of slots: it is sized for the loop, so this is a bug")
 }
 
+/// What the mimalloc child needs to run one repeat of a cell.
+#[derive(Serialize, Deserialize)]
+struct ChildSpec {
+    cell: Cell,
+    cfg: Config,
+    freq: f64,
+}
+
+/// The child task that runs the malloc loops under mimalloc.
+pub const CHILD_TASK: &str = "pool";
+
+/// The child's side: one repeat of the cell's malloc loops with this process's
+/// allocator (mimalloc), the sample back as JSON.
+pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    let spec: ChildSpec = serde_json::from_slice(input).map_err(|e| format!("bad spec: {e}"))?;
+    let cell = Cell {
+        contender: Contender::Malloc,
+        ..spec.cell
+    };
+    let sample = measure(&cell, &spec.cfg, spec.freq).map_err(|e| e.to_string())?;
+    serde_json::to_vec(&sample).map_err(|e| e.to_string())
+}
+
 /// Runs one repeat of `cell`.
 pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
+    if cell.contender == Contender::Mimalloc {
+        let spec = ChildSpec {
+            cell: cell.clone(),
+            cfg: cfg.clone(),
+            freq,
+        };
+        let json = serde_json::to_vec(&spec).map_err(|e| Error::Run(e.to_string()))?;
+        let out = crate::lab::child::run("mimalloc", CHILD_TASK, "mimalloc", &json)?;
+        return serde_json::from_slice(&out)
+            .map_err(|e| Error::Run(format!("mimalloc: the child's sample: {e}")));
+    }
     let n = cfg.iterations;
     let cpu = cfg.pins[0];
     let to_ns = |ticks: u64, ops: usize| ticks as f64 * 1e9 / freq / ops as f64;
@@ -174,7 +214,7 @@ pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
                 Contender::Locked => bulk::<Locked>(n),
                 Contender::LockFree => bulk::<LockFree>(n),
                 Contender::ThreadCached => bulk::<ThreadCached>(n),
-                Contender::Malloc => bulk_malloc(n),
+                Contender::Malloc | Contender::Mimalloc => bulk_malloc(n),
             })?;
             Ok(Sample {
                 ns: to_ns(a, n),
@@ -187,7 +227,7 @@ pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
                 Contender::Locked => interleaved::<Locked>(n),
                 Contender::LockFree => interleaved::<LockFree>(n),
                 Contender::ThreadCached => interleaved::<ThreadCached>(n),
-                Contender::Malloc => interleaved_malloc(n),
+                Contender::Malloc | Contender::Mimalloc => interleaved_malloc(n),
             })?;
             Ok(Sample {
                 ns: to_ns(t, n),
@@ -204,7 +244,7 @@ pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
                 Contender::Locked => concurrent::<Locked>(freq, pins, t, n)?,
                 Contender::LockFree => concurrent::<LockFree>(freq, pins, t, n)?,
                 Contender::ThreadCached => concurrent::<ThreadCached>(freq, pins, t, n)?,
-                Contender::Malloc => concurrent_malloc(freq, pins, t, n)?,
+                Contender::Malloc | Contender::Mimalloc => concurrent_malloc(freq, pins, t, n)?,
             };
             Ok(Sample {
                 ns: to_ns(wall, n * t),
