@@ -109,6 +109,60 @@ pub fn pins(
     }
 }
 
+/// Role names for experiments whose roles are N alike threads.
+pub const THREAD_NAMES: [&str; 16] = [
+    "thread 0",
+    "thread 1",
+    "thread 2",
+    "thread 3",
+    "thread 4",
+    "thread 5",
+    "thread 6",
+    "thread 7",
+    "thread 8",
+    "thread 9",
+    "thread 10",
+    "thread 11",
+    "thread 12",
+    "thread 13",
+    "thread 14",
+    "thread 15",
+];
+
+/// The cores of `threads` alike threads: one each, at most as many as this process
+/// may use (and [`THREAD_NAMES`] names), `--pin` validated as in [`pins`]. More
+/// threads than cores cycle over them, and a note says so. Returns the cores and the
+/// notes.
+///
+/// ```
+/// use runner::lab::flags::thread_pins;
+/// use runner::lab::topology::Topology;
+/// let topo = Topology::read();
+/// let (pins, _) = thread_pins(None, 1, &topo).unwrap();
+/// assert_eq!(pins.len(), 1);
+/// assert!(topo.allowed.contains(&pins[0]));
+/// // A core this process may not use is refused.
+/// assert!(thread_pins(Some("100000"), 1, &topo).is_err());
+/// ```
+pub fn thread_pins(
+    given: Option<&str>,
+    threads: usize,
+    topo: &Topology,
+) -> Result<(Vec<usize>, Vec<String>)> {
+    let cores = topo.allowed.len().max(1);
+    let placed = threads.min(cores).min(THREAD_NAMES.len()).max(1);
+    let (mut pins, note) = pins(given, &THREAD_NAMES[..placed], placed, topo)?;
+    pins.truncate(placed);
+    let mut notes: Vec<String> = note.into_iter().collect();
+    if threads > pins.len() {
+        notes.push(format!(
+            "{threads} threads on {} cores: threads share cores round-robin",
+            pins.len()
+        ));
+    }
+    Ok((pins, notes))
+}
+
 /// A comma-separated list of names from `all` (`--variants`), each at most once, in
 /// the order given.
 ///

@@ -9,7 +9,7 @@ mod report;
 mod work;
 
 use crate::lab::error::{Error, Result};
-use crate::lab::flags;
+use crate::lab::flags::{self, THREAD_NAMES};
 use crate::lab::results::check_writable;
 use crate::lab::session::{Output, Plan, Session};
 use crate::lab::stop;
@@ -116,11 +116,6 @@ impl super::Experiment for Patterns {
     }
 }
 
-/// Role names for the placement table.
-const NAMES: [&str; 8] = [
-    "thread 0", "thread 1", "thread 2", "thread 3", "thread 4", "thread 5", "thread 6", "thread 7",
-];
-
 /// Validates `runner patterns` arguments against the machine. Every error is one line.
 pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
     let scale: f64 = flags::num("scale", &a.scale)?;
@@ -135,17 +130,7 @@ pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<Strin
     let noise_seconds = flags::noise_seconds(&a.noise_seconds)?;
     let sized = |doc: usize| ((doc as f64 * scale).round() as usize).max(1);
     check_writable(&a.out)?;
-    let cores = topo.allowed.len().max(1);
-    let placed = threads.min(cores).min(NAMES.len());
-    let (mut pins, note) = flags::pins(a.pin.as_deref(), &NAMES[..placed], placed, topo)?;
-    pins.truncate(placed);
-    let mut notes: Vec<String> = note.into_iter().collect();
-    if threads > pins.len() {
-        notes.push(format!(
-            "the multi-thread part runs {threads} threads on {} cores: they share cores round-robin (document 003 does not say how many cores it had)",
-            pins.len()
-        ));
-    }
+    let (pins, notes) = flags::thread_pins(a.pin.as_deref(), threads, topo)?;
     let note = (!notes.is_empty()).then(|| notes.join("; "));
     Ok((
         Config {
@@ -184,7 +169,7 @@ impl super::Prepared for Prepared {
                 .pins
                 .iter()
                 .enumerate()
-                .map(|(i, &p)| (NAMES[i], p))
+                .map(|(i, &p)| (THREAD_NAMES[i], p))
                 .collect(),
             control: None,
             pin_note: self.note.clone(),

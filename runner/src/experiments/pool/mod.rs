@@ -10,7 +10,7 @@ mod report;
 mod work;
 
 use crate::lab::error::{Error, Result};
-use crate::lab::flags;
+use crate::lab::flags::{self, THREAD_NAMES};
 use crate::lab::results::check_writable;
 use crate::lab::session::{Output, Plan, Session};
 use crate::lab::stop;
@@ -100,39 +100,19 @@ impl super::Experiment for Pool {
     }
 }
 
-/// Thread names for the placement table (the harness names roles with `'static` strs).
-const NAMES: [&str; 16] = [
-    "thread 0",
-    "thread 1",
-    "thread 2",
-    "thread 3",
-    "thread 4",
-    "thread 5",
-    "thread 6",
-    "thread 7",
-    "thread 8",
-    "thread 9",
-    "thread 10",
-    "thread 11",
-    "thread 12",
-    "thread 13",
-    "thread 14",
-    "thread 15",
-];
-
 /// Validates `runner pool` arguments against the machine. Every error is one line.
 pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
     let iterations = flags::count_in("iterations", &a.iterations, 1, 1 << 28, "iteration")?;
     let repeats = flags::count_in("repeats", &a.repeats, 2, 1000, "repeat")?;
     let noise_seconds = flags::noise_seconds(&a.noise_seconds)?;
     let cores = topo.allowed.len().max(1);
-    let mut notes = Vec::new();
+    let mut doc_note = None;
     let threads = match &a.threads {
-        Some(s) => flags::count_in("threads", s, 1, NAMES.len(), "thread")?,
+        Some(s) => flags::count_in("threads", s, 1, THREAD_NAMES.len(), "thread")?,
         None => {
             let t = DOC_THREADS.min(cores).max(1);
             if t < DOC_THREADS {
-                notes.push(format!(
+                doc_note = Some(format!(
                     "document 001 ran {DOC_THREADS} threads on 4 cores; this process may use \
                      {cores}, so the concurrent scenario runs {t} (--threads {DOC_THREADS} \
                      shares cores)"
@@ -142,15 +122,8 @@ pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)>
         }
     };
     check_writable(&a.out)?;
-    let placed = threads.min(cores);
-    let (mut pins, note) = flags::pins(a.pin.as_deref(), &NAMES[..placed], placed, topo)?;
-    pins.truncate(placed);
-    notes.extend(note);
-    if threads > placed {
-        notes.push(format!(
-            "{threads} threads on {placed} cores: threads share cores round-robin"
-        ));
-    }
+    let (pins, placement_notes) = flags::thread_pins(a.pin.as_deref(), threads, topo)?;
+    let notes: Vec<String> = doc_note.into_iter().chain(placement_notes).collect();
     let note = (!notes.is_empty()).then(|| notes.join("; "));
     Ok((
         Config {
@@ -179,7 +152,7 @@ impl super::Prepared for Prepared {
                 .pins
                 .iter()
                 .enumerate()
-                .map(|(i, &p)| (NAMES[i], p))
+                .map(|(i, &p)| (THREAD_NAMES[i], p))
                 .collect(),
             control: None,
             pin_note: self.note.clone(),
