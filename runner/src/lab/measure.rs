@@ -113,6 +113,17 @@ pub fn median(mut v: Vec<f64>) -> Option<f64> {
     })
 }
 
+/// [`median`] of any finite values, NaN when there are none (tables print it as "-").
+///
+/// ```
+/// use runner::lab::measure::median_or_nan;
+/// assert_eq!(median_or_nan([3.0, 1.0, 2.0]), 2.0);
+/// assert!(median_or_nan([]).is_nan());
+/// ```
+pub fn median_or_nan(v: impl IntoIterator<Item = f64>) -> f64 {
+    median(v.into_iter().collect()).unwrap_or(f64::NAN)
+}
+
 /// N outer runs of one contender at one offered load, merged.
 #[derive(Clone, Debug)]
 pub struct Measured {

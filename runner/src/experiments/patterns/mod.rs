@@ -255,7 +255,6 @@ impl super::Prepared for Prepared {
         bar.inc(1);
         bar.finish_and_clear();
         let outcome = report::Outcome::new(
-            cfg,
             &session.clock,
             memory,
             arena,

@@ -6,7 +6,7 @@ use super::Config;
 use crate::lab::chart;
 use crate::lab::claims::{holds, near, Claim, Verdict};
 use crate::lab::error::{Error, Result};
-use crate::lab::measure;
+use crate::lab::measure::median_or_nan as median;
 use crate::lab::results::Outputs;
 use handoff_clock::Clock;
 use handoff_stats::profile::AllocReport;
@@ -14,10 +14,6 @@ use handoff_stats::{Latency, Percentiles};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
-
-fn median(v: impl IntoIterator<Item = f64>) -> f64 {
-    measure::median(v.into_iter().collect()).unwrap_or(f64::NAN)
-}
 
 /// Order processing with one source: merged latency (ns) and median throughput.
 #[derive(Clone, Debug, Serialize)]
@@ -48,7 +44,6 @@ impl Outcome {
     /// Reduces the raw measurements.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        _cfg: &Config,
         clock: &Clock,
         memory: Vec<(Holder, Memory)>,
         arena: Vec<(u64, u64)>,

@@ -6,7 +6,7 @@ use super::Config;
 use crate::lab::chart;
 use crate::lab::claims::{holds, near, Claim};
 use crate::lab::error::{Error, Result};
-use crate::lab::measure;
+use crate::lab::measure::median_or_nan as median;
 use crate::lab::results::Outputs;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
@@ -15,11 +15,6 @@ use std::fmt::Write as _;
 pub struct Outcome {
     cells: Vec<Cell>,
     samples: Vec<Vec<Sample>>,
-}
-
-/// The lab's median; NaN (printed as "-") when a cell has no samples.
-fn median(v: Vec<f64>) -> f64 {
-    measure::median(v).unwrap_or(f64::NAN)
 }
 
 impl Outcome {
@@ -39,14 +34,14 @@ impl Outcome {
     /// Median ns per operation of (scenario, contender).
     pub fn ns(&self, s: Scenario, c: Contender) -> f64 {
         self.find(s, c)
-            .map(|(_, v)| median(v.iter().map(|x| x.ns).collect()))
+            .map(|(_, v)| median(v.iter().map(|x| x.ns)))
             .unwrap_or(f64::NAN)
     }
 
     /// Median ns per release of the bulk scenario.
     pub fn bulk_free_ns(&self, c: Contender) -> f64 {
         self.find(Scenario::Bulk, c)
-            .map(|(_, v)| median(v.iter().filter_map(|x| x.free_ns).collect()))
+            .map(|(_, v)| median(v.iter().filter_map(|x| x.free_ns)))
             .unwrap_or(f64::NAN)
     }
 
