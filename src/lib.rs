@@ -6,7 +6,9 @@
 //! * [`pool`]: pools for objects made on one thread and freed on another (return-queue
 //!   pool, rotating arena) and the single-thread freelist;
 //! * [`clock`]: ordered TSC reads, calibration and the monotonic fallback;
-//! * [`stats`]: latency histograms, percentiles in two conventions, CCDF and PDF series.
+//! * [`stats`]: latency histograms, percentiles in two conventions, CCDF and PDF series;
+//! * [`alloc`]: the size-class global allocator with thread-local heaps
+//!   (`#[global_allocator] static A: handoff::alloc::HandoffAlloc = handoff::alloc::HandoffAlloc;`).
 //!
 //! ```
 //! let (mut tx, mut rx) = handoff::spsc::channel::<u64>(16);
@@ -19,6 +21,7 @@
 //! assert_eq!(latency.count(), 1);
 //! ```
 
+pub use handoff_alloc as alloc;
 pub use handoff_clock as clock;
 pub use handoff_pool as pool;
 pub use handoff_spsc as spsc;

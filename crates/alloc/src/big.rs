@@ -1,0 +1,158 @@
+//! Blocks too big for a size class (or too strictly aligned): page-granular mappings
+//! with a 16-byte header in front of the block that records the mapping. Mappings of
+//! up to [`LARGE_MAX`] ("large") are kept in a small cache when freed and reused;
+//! bigger ones ("very large") go back to the system on free.
+
+use crate::class::round_up;
+use crate::os::{self, PAGE};
+use core::cell::UnsafeCell;
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// The header in front of every big block: where its mapping starts and how long it is.
+const HEADER: usize = 16;
+/// Mappings up to this length are cached when freed.
+pub(crate) const LARGE_MAX: usize = 1 << 20;
+/// Cached mappings at most.
+const CACHE_SLOTS: usize = 32;
+
+pub(crate) static LIVE_BLOCKS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
+pub(crate) static MAPPED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+struct Cache {
+    lock: AtomicBool,
+    slots: UnsafeCell<[(usize, *mut u8); CACHE_SLOTS]>,
+}
+
+// SAFETY: `slots` is only touched while `lock` is held.
+unsafe impl Sync for Cache {}
+
+static CACHE: Cache = Cache {
+    lock: AtomicBool::new(false),
+    slots: UnsafeCell::new([(0, ptr::null_mut()); CACHE_SLOTS]),
+};
+
+fn with_cache<R>(f: impl FnOnce(&mut [(usize, *mut u8); CACHE_SLOTS]) -> R) -> R {
+    while CACHE
+        .lock
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        core::hint::spin_loop();
+    }
+    // SAFETY: the lock is held.
+    let r = f(unsafe { &mut *CACHE.slots.get() });
+    CACHE.lock.store(false, Ordering::Release);
+    r
+}
+
+/// Where the block starts in its mapping, at most, for `align`.
+const fn max_lead(align: usize) -> usize {
+    if align <= PAGE {
+        if align > HEADER {
+            align
+        } else {
+            HEADER
+        }
+    } else {
+        align + HEADER
+    }
+}
+
+/// Allocates `size` bytes at `align` in a mapping of its own. Returns the block and
+/// whether its memory is known to be zero; null when the system refuses or the size
+/// overflows.
+pub(crate) fn alloc(size: usize, align: usize) -> (*mut u8, bool) {
+    let Some(len) = size
+        .max(1)
+        .checked_add(max_lead(align))
+        .and_then(|n| round_up(n, PAGE))
+    else {
+        return (ptr::null_mut(), false);
+    };
+    let mut fresh = true;
+    let mut start = ptr::null_mut();
+    let mut map_len = len;
+    if len <= LARGE_MAX && align <= PAGE {
+        // A cached mapping no more than a quarter longer than needed.
+        if let Some((l, s)) = with_cache(|slots| {
+            let i = slots
+                .iter()
+                .position(|&(l, s)| !s.is_null() && l >= len && l <= len + len / 4)?;
+            Some(core::mem::replace(&mut slots[i], (0, ptr::null_mut())))
+        }) {
+            start = s;
+            map_len = l;
+            fresh = false;
+        }
+    }
+    if start.is_null() {
+        start = os::map(len);
+        if start.is_null() {
+            return (ptr::null_mut(), false);
+        }
+        MAPPED_BYTES.fetch_add(len as u64, Ordering::Relaxed);
+    }
+    let lead = (start.addr() + HEADER).next_multiple_of(align.max(HEADER)) - start.addr();
+    let p = start.wrapping_add(lead);
+    // SAFETY: `lead >= HEADER` and `lead + size <= map_len`, so the header's two words
+    // lie inside the mapping, before the block; `p - HEADER` is 8-aligned.
+    unsafe {
+        p.sub(HEADER).cast::<usize>().write(map_len);
+        p.sub(HEADER / 2).cast::<*mut u8>().write(start);
+    }
+    LIVE_BLOCKS.fetch_add(1, Ordering::Relaxed);
+    LIVE_BYTES.fetch_add(map_len as u64, Ordering::Relaxed);
+    (p, fresh)
+}
+
+/// The mapping length and start recorded in a big block's header.
+///
+/// # Safety
+/// `p` is a live block returned by [`alloc`].
+pub(crate) unsafe fn mapping(p: *mut u8) -> (usize, *mut u8) {
+    // SAFETY: the header written by `alloc` sits just before the block.
+    unsafe {
+        (
+            p.sub(HEADER).cast::<usize>().read(),
+            p.sub(HEADER / 2).cast::<*mut u8>().read(),
+        )
+    }
+}
+
+/// How many bytes the block at `p` may use in place.
+///
+/// # Safety
+/// As for [`mapping`].
+pub(crate) unsafe fn usable(p: *mut u8) -> usize {
+    // SAFETY: the caller's contract.
+    let (len, start) = unsafe { mapping(p) };
+    len - (p.addr() - start.addr())
+}
+
+/// Frees a block made by [`alloc`]: cached if large and there is room, else unmapped.
+///
+/// # Safety
+/// `p` is a live block returned by [`alloc`], and nobody uses it again.
+pub(crate) unsafe fn free(p: *mut u8) {
+    // SAFETY: the caller's contract.
+    let (len, start) = unsafe { mapping(p) };
+    LIVE_BLOCKS.fetch_sub(1, Ordering::Relaxed);
+    LIVE_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
+    if len <= LARGE_MAX {
+        let kept = with_cache(|slots| match slots.iter().position(|s| s.1.is_null()) {
+            Some(i) => {
+                slots[i] = (len, start);
+                true
+            }
+            None => false,
+        });
+        if kept {
+            return;
+        }
+    }
+    MAPPED_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
+    // SAFETY: exactly the mapping `alloc` made, no longer used.
+    unsafe { os::unmap(start, len) };
+}

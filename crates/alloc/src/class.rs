@@ -1,0 +1,230 @@
+//! Size classes and address arithmetic: pure functions of integers, tested under Miri.
+//!
+//! Classes run in half-exponent steps, 8, 16, 24, 32, 48, 64, 96, 128, ... up to
+//! [`MAX_SMALL`] (32 KiB): two classes per power of two, so a block wastes at most a
+//! third of itself. The class of a size is computed without a branch from the position
+//! of the size's highest set bit and the bit below it.
+//!
+//! The arena is one reservation of `2^ARENA_BITS` bytes. An address inside it reads as
+//! `heap | class | offset`: [`HEAP_BITS`] bits name the heap that owns the block,
+//! [`CLASS_BITS`] bits its size class, and the low [`REGION_BITS`] bits the offset in
+//! that heap's region for that class. So a free learns the owner and the class from the
+//! pointer alone.
+
+/// Bits of an arena address that name the owning heap: 128 heaps.
+pub const HEAP_BITS: u32 = 7;
+/// Bits that name the size class: 32 class regions per heap (24 are used).
+pub const CLASS_BITS: u32 = 5;
+/// Bits of the offset inside one heap's region for one class: 4 GiB each.
+pub const REGION_BITS: u32 = 32;
+/// Bits of the whole arena: 16 TiB of address space, reserved, not committed.
+pub const ARENA_BITS: u32 = HEAP_BITS + CLASS_BITS + REGION_BITS;
+/// Number of heaps (heap 0 is the shared, locked heap).
+pub const HEAPS: usize = 1 << HEAP_BITS;
+/// Size of one region (one class of one heap).
+pub const REGION_SIZE: usize = 1 << REGION_BITS;
+/// Size of the arena.
+pub const ARENA_SIZE: usize = 1 << ARENA_BITS;
+
+/// The largest size served from a size class; larger requests are page-granular.
+pub const MAX_SMALL: usize = 32 * 1024;
+/// Number of size classes: 8, 16, 24, ..., 24576, 32768.
+pub const NUM_CLASSES: usize = 24;
+
+const fn make_sizes() -> [usize; NUM_CLASSES] {
+    let mut sizes = [0; NUM_CLASSES];
+    sizes[0] = 8;
+    sizes[1] = 16;
+    let mut c = 2;
+    while c < NUM_CLASSES {
+        // Class c covers the sizes whose (size - 1) has its top bit at b and the bit
+        // below it equal to `half`; its block is the top of that range.
+        let b = (c + 6) / 2;
+        let half = (c + 6) % 2;
+        sizes[c] = (1 << b) + (half + 1) * (1 << (b - 1));
+        c += 1;
+    }
+    sizes
+}
+
+/// Block size of each class.
+pub const CLASS_SIZES: [usize; NUM_CLASSES] = make_sizes();
+
+/// The class of a request of `size` bytes (`size <= MAX_SMALL`), computed without a
+/// branch. Size 0 is served as size 1.
+#[inline(always)]
+pub const fn class_of(size: usize) -> usize {
+    // 0 for sizes 0..=8, 1 for 9..=16.
+    let tiny = size.saturating_sub(1) >> 3;
+    // Above 16: twice the top bit's position of (size - 1), plus the bit below it.
+    let v = if size > 17 { size - 1 } else { 16 };
+    let b = (usize::BITS - 1 - v.leading_zeros()) as usize;
+    let half = (v >> (b - 1)) & 1;
+    let wide = 2 * b + half - 6;
+    if size <= 16 {
+        tiny
+    } else {
+        wide
+    }
+}
+
+/// Block size of class `c`.
+#[inline(always)]
+pub const fn class_size(c: usize) -> usize {
+    CLASS_SIZES[c]
+}
+
+/// The alignment every block of class `c` has: blocks are laid end to end from a
+/// region start aligned to `2^REGION_BITS`, so it is the largest power of two dividing
+/// the block size.
+#[inline(always)]
+pub const fn class_align(c: usize) -> usize {
+    1 << CLASS_SIZES[c].trailing_zeros()
+}
+
+/// The class that serves `size` bytes at alignment `align` (a power of two), or `None`
+/// when the request is not small (bigger than [`MAX_SMALL`] once aligned).
+#[inline(always)]
+pub const fn class_for(size: usize, align: usize) -> Option<usize> {
+    if align <= 8 {
+        if size <= MAX_SMALL {
+            Some(class_of(size))
+        } else {
+            None
+        }
+    } else {
+        class_for_aligned(size, align)
+    }
+}
+
+const fn class_for_aligned(size: usize, align: usize) -> Option<usize> {
+    let s = if size > align { size } else { align };
+    if s > MAX_SMALL {
+        return None;
+    }
+    let c = class_of(s);
+    // A class of the form 3 * 2^k is only 2^k-aligned; the next class, 2^(k+2), is
+    // aligned past `align` because 3 * 2^k >= align.
+    if class_align(c) >= align {
+        Some(c)
+    } else {
+        Some(c + 1)
+    }
+}
+
+/// Where an arena address belongs: `(heap, class)`, read from the bits of its offset
+/// from the arena base; `None` for an address outside the arena.
+#[inline(always)]
+pub const fn decode(offset: usize) -> Option<(usize, usize)> {
+    if offset < ARENA_SIZE {
+        Some((
+            offset >> (CLASS_BITS + REGION_BITS),
+            (offset >> REGION_BITS) & ((1 << CLASS_BITS) - 1),
+        ))
+    } else {
+        None
+    }
+}
+
+/// Offset from the arena base of the region of `heap` for `class`.
+#[inline(always)]
+pub const fn region_offset(heap: usize, class: usize) -> usize {
+    (heap << (CLASS_BITS + REGION_BITS)) | (class << REGION_BITS)
+}
+
+/// Rounds `n` up to a multiple of `to` (a power of two); `None` on overflow.
+#[inline]
+pub const fn round_up(n: usize, to: usize) -> Option<usize> {
+    match n.checked_add(to - 1) {
+        Some(v) => Some(v & !(to - 1)),
+        None => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The class by search: the smallest class at least `size` bytes.
+    fn by_search(size: usize) -> usize {
+        (0..NUM_CLASSES)
+            .find(|&c| CLASS_SIZES[c] >= size.max(1))
+            .unwrap()
+    }
+
+    #[test]
+    fn the_classes_are_half_exponent_steps() {
+        assert_eq!(
+            &CLASS_SIZES[..12],
+            &[8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512]
+        );
+        assert_eq!(CLASS_SIZES[NUM_CLASSES - 1], MAX_SMALL);
+        for w in CLASS_SIZES.windows(2) {
+            assert!(w[1] > w[0] && w[1] * 2 <= w[0] * 3 + 8, "{w:?}");
+        }
+        const { assert!(NUM_CLASSES <= 1 << CLASS_BITS) };
+    }
+
+    #[test]
+    fn class_of_is_the_smallest_class_that_fits() {
+        let step = if cfg!(miri) { 7 } else { 1 };
+        let mut s = 0;
+        while s <= MAX_SMALL {
+            assert_eq!(class_of(s), by_search(s), "size {s}");
+            s += step;
+        }
+        // Every class boundary, under Miri too.
+        for &size in &CLASS_SIZES {
+            for s in [size - 1, size, size + 1] {
+                if s <= MAX_SMALL {
+                    assert_eq!(class_of(s), by_search(s), "size {s}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn aligned_requests_get_an_aligned_class_that_fits() {
+        for shift in 0..=16 {
+            let align = 1usize << shift;
+            for size in [
+                0, 1, 7, 8, 9, 24, 40, 100, 3000, 4096, 5000, 24576, 32768, 32769,
+            ] {
+                match class_for(size, align) {
+                    Some(c) => {
+                        assert!(class_size(c) >= size.max(1), "size {size} align {align}");
+                        assert!(class_align(c) >= align.max(8), "size {size} align {align}");
+                        // No smaller class would do.
+                        if c > 0 {
+                            let p = c - 1;
+                            assert!(class_size(p) < size.max(1) || class_align(p) < align);
+                        }
+                    }
+                    None => assert!(size.max(align) > MAX_SMALL, "size {size} align {align}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn addresses_decode_to_the_region_they_were_made_from() {
+        for heap in [0, 1, 5, HEAPS - 1] {
+            for class in [0, 1, 13, NUM_CLASSES - 1] {
+                let start = region_offset(heap, class);
+                for off in [0, 8, 4096, REGION_SIZE - 8] {
+                    assert_eq!(decode(start + off), Some((heap, class)));
+                }
+            }
+        }
+        assert_eq!(decode(ARENA_SIZE), None);
+        assert_eq!(decode(usize::MAX), None);
+    }
+
+    #[test]
+    fn round_up_rounds_and_reports_overflow() {
+        assert_eq!(round_up(1, 4096), Some(4096));
+        assert_eq!(round_up(4096, 4096), Some(4096));
+        assert_eq!(round_up(0, 64), Some(0));
+        assert_eq!(round_up(usize::MAX - 2, 4096), None);
+    }
+}

@@ -1,0 +1,661 @@
+//! Thread-local heaps: the arena, the heaps that own its regions, the per-thread
+//! binding, and every slow path of small blocks.
+//!
+//! Each of the [`HEAPS`] heaps owns one region per size class. A thread claims a free
+//! heap the first time it allocates or frees, and gives it back when it exits; the next
+//! thread to claim it inherits its free lists and committed memory, and reclaims the
+//! blocks other threads freed to it in the meantime. Heap 0 is never claimed: it is
+//! the shared heap, behind a spin lock, for threads that found no free heap or that
+//! allocate while their thread-local storage is being torn down.
+
+use crate::class::{
+    class_size, region_offset, ARENA_SIZE, CLASS_BITS, HEAPS, NUM_CLASSES, REGION_BITS, REGION_SIZE,
+};
+use crate::os;
+use crate::remote::{next, set_next, Link, RemoteStack};
+use core::cell::{Cell, UnsafeCell};
+use core::ptr;
+use core::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
+use crossbeam_utils::CachePadded;
+
+/// Remote frees collected per owning heap before one compare-and-swap sends them.
+pub(crate) const BATCH: u32 = 64;
+/// Memory committed at a time in one region.
+const COMMIT: usize = 1 << 20;
+
+// ---- the arena -------------------------------------------------------------------
+
+const UNINIT: u8 = 0;
+const STARTING: u8 = 1;
+const READY: u8 = 2;
+const FAILED: u8 = 3;
+
+static ARENA_STATE: AtomicU8 = AtomicU8::new(UNINIT);
+/// The arena's first byte (the pointer every block is derived from).
+static ARENA: AtomicPtr<u8> = AtomicPtr::new(ptr::null_mut());
+/// The arena's address, for decoding. Until the arena exists (or when it could not be
+/// reserved) it is a value no user address minus it falls inside the arena.
+static ARENA_ADDR: AtomicUsize = AtomicUsize::new(1 << 63);
+
+/// The offset of `p` from the arena base; inside the arena when `< ARENA_SIZE`.
+#[inline(always)]
+pub(crate) fn arena_offset(p: *mut u8) -> usize {
+    p.addr().wrapping_sub(ARENA_ADDR.load(Ordering::Relaxed))
+}
+
+/// The arena, reserved on first use; `None` if the system refused the reservation
+/// (then every request is served page-granular).
+#[cold]
+fn arena() -> Option<*mut u8> {
+    loop {
+        match ARENA_STATE.load(Ordering::Acquire) {
+            READY => return Some(ARENA.load(Ordering::Relaxed)),
+            FAILED => return None,
+            UNINIT => {
+                if ARENA_STATE
+                    .compare_exchange(UNINIT, STARTING, Ordering::Acquire, Ordering::Relaxed)
+                    .is_err()
+                {
+                    continue;
+                }
+                let base = os::reserve(ARENA_SIZE, REGION_SIZE);
+                if base.is_null() {
+                    ARENA_STATE.store(FAILED, Ordering::Release);
+                    return None;
+                }
+                ARENA.store(base, Ordering::Relaxed);
+                ARENA_ADDR.store(base.addr(), Ordering::Relaxed);
+                ARENA_STATE.store(READY, Ordering::Release);
+                return Some(base);
+            }
+            _ => core::hint::spin_loop(),
+        }
+    }
+}
+
+/// Whether the arena has been reserved (for statistics).
+pub(crate) fn arena_ready() -> bool {
+    ARENA_STATE.load(Ordering::Acquire) == READY
+}
+
+// ---- heaps -----------------------------------------------------------------------
+
+/// Blocks a magazine holds: the fast paths pop and push here.
+pub(crate) const MAG: usize = 63;
+
+/// The blocks of one class ready for the fast paths: an array stack, so an allocation
+/// reads no block and a free writes none. Only the owning thread touches it; `count` is
+/// atomic so that statistics can read it (the owner uses a plain load and store).
+#[repr(C, align(64))]
+pub(crate) struct Mag {
+    pub(crate) count: AtomicU32,
+    slots: UnsafeCell<[Link; MAG]>,
+}
+
+impl Mag {
+    const fn new() -> Mag {
+        Mag {
+            count: AtomicU32::new(0),
+            slots: UnsafeCell::new([ptr::null_mut(); MAG]),
+        }
+    }
+
+    /// Pops a block; null when empty.
+    ///
+    /// # Safety
+    /// The caller owns the heap.
+    #[inline(always)]
+    pub(crate) unsafe fn pop(&self) -> *mut u8 {
+        let n = self.count.load(Ordering::Relaxed) as usize;
+        if n == 0 || n > MAG {
+            return ptr::null_mut();
+        }
+        // SAFETY: the owner alone touches the slots; slot n - 1 holds a free block.
+        let p = unsafe { (*self.slots.get())[n - 1] };
+        self.count.store(n as u32 - 1, Ordering::Relaxed);
+        p
+    }
+
+    /// Pushes a free block; false when full.
+    ///
+    /// # Safety
+    /// The caller owns the heap; `p` is a free block of the magazine's class and heap.
+    #[inline(always)]
+    pub(crate) unsafe fn push(&self, p: *mut u8) -> bool {
+        let n = self.count.load(Ordering::Relaxed) as usize;
+        if n >= MAG {
+            return false;
+        }
+        // SAFETY: the owner alone touches the slots.
+        unsafe { (*self.slots.get())[n] = p };
+        self.count.store(n as u32 + 1, Ordering::Relaxed);
+        true
+    }
+}
+
+/// The rest of one size class of one heap: its free list, its never-used memory, and
+/// its counters. Only the owning thread writes it; the counters are atomics so that
+/// statistics can read them from any thread (the owner updates them with a plain load
+/// and store, no read-modify-write).
+#[repr(C, align(64))]
+pub(crate) struct Bin {
+    /// Free blocks beyond the magazine, linked through their first words.
+    free: UnsafeCell<Link>,
+    /// The next never-used block of the region (null until first used).
+    bump: UnsafeCell<*mut u8>,
+    /// End of the region's committed part.
+    end: UnsafeCell<*mut u8>,
+    /// Blocks cut from the region so far.
+    pub(crate) carved: AtomicU64,
+    /// Blocks on the free list.
+    pub(crate) listed: AtomicU64,
+    pub(crate) reclaimed: AtomicU64,
+    pub(crate) remote_sent: AtomicU64,
+}
+
+impl Bin {
+    const fn new() -> Bin {
+        Bin {
+            free: UnsafeCell::new(ptr::null_mut()),
+            bump: UnsafeCell::new(ptr::null_mut()),
+            end: UnsafeCell::new(ptr::null_mut()),
+            carved: AtomicU64::new(0),
+            listed: AtomicU64::new(0),
+            reclaimed: AtomicU64::new(0),
+            remote_sent: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Adds `n` to a counter only its owner writes: a plain load and store.
+#[inline(always)]
+pub(crate) fn add(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+/// Subtracts `n` from a counter only its owner writes.
+#[inline(always)]
+fn sub(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_sub(n), Ordering::Relaxed);
+}
+
+/// Remote frees waiting for one owner: a chain through the blocks' first words.
+#[derive(Clone, Copy)]
+struct Outbox {
+    first: Link,
+    last: Link,
+    count: u32,
+}
+
+const CLASS_SLOTS: usize = 1 << CLASS_BITS;
+
+/// A heap: a region per size class, its magazines and free lists, and the stack other
+/// threads return its blocks to.
+pub(crate) struct Heap {
+    pub(crate) mags: [Mag; CLASS_SLOTS],
+    pub(crate) bins: [Bin; CLASS_SLOTS],
+    remote: CachePadded<RemoteStack>,
+    /// Claimed by a thread (for heap 0: the shared heap's lock is held).
+    owned: AtomicBool,
+    /// Blocks of other heaps freed by this heap's thread, per owner.
+    outbox: UnsafeCell<[Outbox; HEAPS]>,
+    /// Which outboxes hold blocks.
+    pending: UnsafeCell<u128>,
+    pub(crate) committed: AtomicU64,
+    /// How many threads have owned it.
+    pub(crate) owners: AtomicU64,
+}
+
+const _: () = assert!(HEAPS <= 128, "the pending mask is a u128");
+
+// SAFETY: the `UnsafeCell` parts (magazines, free lists, bump pointers, outboxes) are
+// touched only by the thread that owns the heap (claimed with an acquire CAS on `owned`
+// and given back with a release store) or, for heap 0, by the thread holding its lock
+// (the same flag); every other field is atomic.
+unsafe impl Sync for Heap {}
+
+impl Heap {
+    const fn new() -> Heap {
+        Heap {
+            mags: [const { Mag::new() }; CLASS_SLOTS],
+            bins: [const { Bin::new() }; CLASS_SLOTS],
+            remote: CachePadded::new(RemoteStack::new()),
+            owned: AtomicBool::new(false),
+            outbox: UnsafeCell::new(
+                [Outbox {
+                    first: ptr::null_mut(),
+                    last: ptr::null_mut(),
+                    count: 0,
+                }; HEAPS],
+            ),
+            pending: UnsafeCell::new(0),
+            committed: AtomicU64::new(0),
+            owners: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn index(&self) -> usize {
+        // SAFETY: every owned `Heap` is an element of `HEAP`.
+        unsafe { (self as *const Heap).offset_from(HEAP.as_ptr()) as usize }
+    }
+
+    pub(crate) fn is_owned(&self) -> bool {
+        self.owned.load(Ordering::Relaxed)
+    }
+
+    /// Allocates a block of class `c`: the magazine, else [`refill`](Self::refill).
+    ///
+    /// # Safety
+    /// The caller owns this heap and the arena is reserved.
+    #[inline]
+    pub(crate) unsafe fn alloc(&self, c: usize) -> *mut u8 {
+        // SAFETY: the caller owns the heap.
+        let p = unsafe { self.mags[c & (CLASS_SLOTS - 1)].pop() };
+        if p.is_null() {
+            // SAFETY: as above.
+            unsafe { self.refill(c) }
+        } else {
+            p
+        }
+    }
+
+    /// Frees `p`, a block of this heap's class `c`: the magazine, else half the
+    /// magazine moves to the free list first.
+    ///
+    /// # Safety
+    /// The caller owns this heap; `p` is a block of this heap in class `c`, not in use.
+    pub(crate) unsafe fn free(&self, c: usize, p: *mut u8) {
+        let mag = &self.mags[c & (CLASS_SLOTS - 1)];
+        // SAFETY: the caller owns the heap; `p` is free.
+        if unsafe { mag.push(p) } {
+            return;
+        }
+        // SAFETY: as above.
+        unsafe { self.spill(c) };
+        // SAFETY: as above; the magazine now has room.
+        let pushed = unsafe { mag.push(p) };
+        debug_assert!(pushed);
+    }
+
+    /// Moves the older half of class `c`'s full magazine onto its free list.
+    ///
+    /// # Safety
+    /// The caller owns this heap.
+    #[cold]
+    #[inline(never)]
+    unsafe fn spill(&self, c: usize) {
+        let mag = &self.mags[c];
+        let bin = &self.bins[c];
+        let n = mag.count.load(Ordering::Relaxed) as usize;
+        let half = n / 2;
+        // SAFETY: the owner alone touches the magazine and the list.
+        unsafe {
+            let slots = &mut *mag.slots.get();
+            let free = &mut *bin.free.get();
+            for &p in &slots[..half] {
+                set_next(p, *free);
+                *free = p;
+            }
+            slots.copy_within(half..n, 0);
+        }
+        mag.count.store((n - half) as u32, Ordering::Relaxed);
+        add(&bin.listed, half as u64);
+    }
+
+    /// The slow path of an allocation of class `c`, its magazine empty: reclaim remote
+    /// frees, then fill half the magazine from the free list, else from never-used
+    /// memory (committing more of the region when needed), and pop one. Null when the
+    /// region is exhausted or the system refuses memory.
+    ///
+    /// # Safety
+    /// The caller owns this heap and the arena is reserved.
+    #[cold]
+    #[inline(never)]
+    pub(crate) unsafe fn refill(&self, c: usize) -> *mut u8 {
+        debug_assert!(c < NUM_CLASSES);
+        let mag = &self.mags[c];
+        let bin = &self.bins[c];
+        // SAFETY: the owner alone touches its lists.
+        let free = unsafe { &mut *bin.free.get() };
+        if free.is_null() && !self.remote.is_empty() {
+            // SAFETY: the caller owns the heap.
+            unsafe { self.reclaim() };
+        }
+        let want = MAG / 2;
+        let mut got = 0u64;
+        while got < want as u64 && !free.is_null() {
+            let p = *free;
+            // SAFETY: a free block of this heap on its list, holding its link; the
+            // magazine is empty, so it has room.
+            unsafe {
+                *free = next(p);
+                mag.push(p);
+            }
+            got += 1;
+        }
+        if got > 0 {
+            sub(&bin.listed, got);
+        } else {
+            // SAFETY: the caller owns the heap and the arena is reserved.
+            unsafe { self.carve(c, want) };
+        }
+        // SAFETY: as above.
+        unsafe { mag.pop() }
+    }
+
+    /// Cuts up to `want` never-used blocks of class `c` into its magazine, committing
+    /// more of the region when needed; returns how many.
+    ///
+    /// # Safety
+    /// The caller owns this heap and the arena is reserved.
+    unsafe fn carve(&self, c: usize, want: usize) -> usize {
+        let mag = &self.mags[c];
+        let bin = &self.bins[c];
+        let size = class_size(c);
+        // SAFETY: the owner alone touches the bump pointers.
+        let (bump, end) = unsafe { (&mut *bin.bump.get(), &mut *bin.end.get()) };
+        if bump.is_null() {
+            let base = ARENA.load(Ordering::Relaxed);
+            *bump = base.wrapping_add(region_offset(self.index(), c));
+            *end = *bump;
+        }
+        let mut got = 0;
+        while got < want {
+            if bump.addr() + size > end.addr() {
+                if got > 0 {
+                    break;
+                }
+                let region_end = ARENA
+                    .load(Ordering::Relaxed)
+                    .wrapping_add(region_offset(self.index(), c) + REGION_SIZE);
+                if end.addr() + COMMIT > region_end.addr() {
+                    break;
+                }
+                // New memory is about to be committed: first send the remote frees
+                // this thread holds for others, so they can reuse them.
+                // SAFETY: the caller owns the heap.
+                unsafe { self.flush_outboxes() };
+                if !os::commit(*end, COMMIT) {
+                    break;
+                }
+                *end = end.wrapping_add(COMMIT);
+                add(&self.committed, COMMIT as u64);
+            }
+            // SAFETY: a never-used block inside committed memory; the magazine was
+            // empty and takes at most `MAG / 2` here.
+            unsafe { mag.push(*bump) };
+            *bump = bump.wrapping_add(size);
+            got += 1;
+        }
+        add(&bin.carved, got as u64);
+        got
+    }
+
+    /// Moves every block other threads returned onto this heap's free lists.
+    ///
+    /// # Safety
+    /// The caller owns this heap.
+    unsafe fn reclaim(&self) {
+        let mut p = self.remote.take_all();
+        while !p.is_null() {
+            // SAFETY: a block of this heap pushed by `send_remote`, holding its link.
+            let after = unsafe { next(p) };
+            let off = arena_offset(p);
+            debug_assert_eq!(off >> (CLASS_BITS + REGION_BITS), self.index());
+            let c = (off >> REGION_BITS) & (CLASS_SLOTS - 1);
+            let bin = &self.bins[c];
+            // SAFETY: the owner alone touches the free list; `p` is free.
+            unsafe {
+                set_next(p, *bin.free.get());
+                *bin.free.get() = p;
+            }
+            add(&bin.listed, 1);
+            add(&bin.reclaimed, 1);
+            p = after;
+        }
+    }
+
+    /// Collects `p` (class `c`, owned by heap `owner`, not this one) for its owner,
+    /// sending the batch when it is full.
+    ///
+    /// # Safety
+    /// The caller owns this heap; `p` is a block of heap `owner` that nobody uses.
+    unsafe fn send_remote(&self, owner: usize, c: usize, p: *mut u8) {
+        add(&self.bins[c].remote_sent, 1);
+        // SAFETY: the owner alone touches its outboxes.
+        let (outbox, pending) = unsafe { (&mut *self.outbox.get(), &mut *self.pending.get()) };
+        let ob = &mut outbox[owner];
+        // SAFETY: `p` is free and ours to link.
+        unsafe { set_next(p, ob.first) };
+        if ob.first.is_null() {
+            ob.last = p;
+            *pending |= 1 << owner;
+        }
+        ob.first = p;
+        ob.count += 1;
+        if ob.count >= BATCH {
+            // SAFETY: the chain holds blocks of `owner` that nobody uses.
+            unsafe { HEAP[owner].remote.push_chain(ob.first, ob.last) };
+            *ob = Outbox {
+                first: ptr::null_mut(),
+                last: ptr::null_mut(),
+                count: 0,
+            };
+            *pending &= !(1 << owner);
+        }
+    }
+
+    /// Sends every collected remote free to its owner.
+    ///
+    /// # Safety
+    /// The caller owns this heap.
+    pub(crate) unsafe fn flush_outboxes(&self) {
+        // SAFETY: the owner alone touches its outboxes.
+        let (outbox, pending) = unsafe { (&mut *self.outbox.get(), &mut *self.pending.get()) };
+        while *pending != 0 {
+            let owner = pending.trailing_zeros() as usize;
+            *pending &= !(1 << owner);
+            let ob = &mut outbox[owner];
+            // SAFETY: the chain holds blocks of `owner` that nobody uses.
+            unsafe { HEAP[owner].remote.push_chain(ob.first, ob.last) };
+            *ob = Outbox {
+                first: ptr::null_mut(),
+                last: ptr::null_mut(),
+                count: 0,
+            };
+        }
+    }
+}
+
+/// The heap a thread without one points at: its magazines are always empty, so every
+/// allocation takes the slow path, which claims a real heap.
+pub(crate) static NO_HEAP: Heap = Heap::new();
+
+/// The arena offset a thread without a heap subtracts: no address minus it falls
+/// inside one heap's span.
+const NO_BASE: usize = 1 << 63;
+
+/// Bytes of the arena one heap spans.
+pub(crate) const HEAP_SPAN: usize = 1 << (CLASS_BITS + REGION_BITS);
+
+/// Every heap. Heap 0 is the shared one.
+pub(crate) static HEAP: [Heap; HEAPS] = [const { Heap::new() }; HEAPS];
+
+/// Remote frees pushed one by one by threads without a heap of their own, per class.
+pub(crate) static UNBATCHED_REMOTE: [AtomicU64; NUM_CLASSES] =
+    [const { AtomicU64::new(0) }; NUM_CLASSES];
+
+// ---- the thread's binding --------------------------------------------------------
+
+const NONE: u8 = 0;
+const OWNER: u8 = 1;
+const CLAIMING: u8 = 2;
+const SHARED: u8 = 3;
+const EXITED: u8 = 4;
+
+/// This thread's heap. No destructor, so it stays readable while the thread's other
+/// thread-locals are destroyed.
+pub(crate) struct Local {
+    /// The heap, or [`NO_HEAP`] without one.
+    pub(crate) heap: Cell<*const Heap>,
+    /// The arena address where the heap's span starts, or [`NO_BASE`] without one: a
+    /// block is this thread's when its address minus `base` is below [`HEAP_SPAN`].
+    pub(crate) base: Cell<usize>,
+    mode: Cell<u8>,
+}
+
+std::thread_local! {
+    pub(crate) static LOCAL: Local = const {
+        Local { heap: Cell::new(&raw const NO_HEAP), base: Cell::new(NO_BASE), mode: Cell::new(NONE) }
+    };
+    static EXIT: ExitGuard = const { ExitGuard };
+}
+
+impl Local {
+    fn owned(&self) -> Option<&'static Heap> {
+        if self.mode.get() == OWNER {
+            // SAFETY: in OWNER mode `heap` is an element of `HEAP` this thread owns.
+            Some(unsafe { &*self.heap.get() })
+        } else {
+            None
+        }
+    }
+
+    fn release(&self) -> Option<&'static Heap> {
+        let h = self.owned();
+        self.heap.set(&raw const NO_HEAP);
+        self.base.set(NO_BASE);
+        h
+    }
+}
+
+/// Gives the thread's heap back when the thread exits.
+struct ExitGuard;
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        let _ = LOCAL.try_with(|l| {
+            let h = l.release();
+            l.mode.set(EXITED);
+            if let Some(h) = h {
+                // SAFETY: this thread still owns it.
+                unsafe { h.flush_outboxes() };
+                h.owned.store(false, Ordering::Release);
+            }
+        });
+    }
+}
+
+/// This thread's heap, claiming one on first use; `None` when the thread uses the
+/// shared heap (no heap was free, the arena could not be reserved, or the thread is
+/// exiting).
+#[inline]
+pub(crate) fn current() -> Option<&'static Heap> {
+    LOCAL
+        .try_with(|l| l.owned().or_else(|| claim(l)))
+        .ok()
+        .flatten()
+}
+
+#[cold]
+#[inline(never)]
+fn claim(l: &Local) -> Option<&'static Heap> {
+    if l.mode.get() != NONE {
+        return None;
+    }
+    l.mode.set(CLAIMING);
+    // Registering the exit guard may allocate (on systems without
+    // `__cxa_thread_atexit_impl`): that allocation sees CLAIMING and uses the shared heap.
+    let Some(base) = arena().filter(|_| EXIT.try_with(|_| ()).is_ok()) else {
+        l.mode.set(SHARED);
+        return None;
+    };
+    for (i, h) in HEAP.iter().enumerate().skip(1) {
+        if !h.owned.load(Ordering::Relaxed)
+            && h.owned
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            h.owners.fetch_add(1, Ordering::Relaxed);
+            l.heap.set(h);
+            l.base.set(base.addr() + i * HEAP_SPAN);
+            l.mode.set(OWNER);
+            return Some(h);
+        }
+    }
+    l.mode.set(SHARED);
+    None
+}
+
+// ---- the shared heap -------------------------------------------------------------
+
+fn with_shared<R>(f: impl FnOnce(&Heap) -> R) -> R {
+    let h = &HEAP[0];
+    while h
+        .owned
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        core::hint::spin_loop();
+    }
+    let r = f(h);
+    h.owned.store(false, Ordering::Release);
+    r
+}
+
+// ---- the slow paths --------------------------------------------------------------
+
+/// Allocates a block of class `c` when the fast path found none. Null when the arena
+/// cannot serve it (the caller falls back to a page-granular block).
+#[cold]
+#[inline(never)]
+pub(crate) fn alloc_small_slow(c: usize) -> *mut u8 {
+    match current() {
+        // SAFETY: this thread owns `h`, so the arena exists.
+        Some(h) => unsafe { h.alloc(c) },
+        // SAFETY: the lock makes this thread heap 0's owner; the arena exists.
+        None if arena_ready() => with_shared(|h| unsafe { h.alloc(c) }),
+        None => ptr::null_mut(),
+    }
+}
+
+/// Frees a small block the fast path did not take: the thread's magazine for the
+/// class is full, or the block is another heap's.
+///
+/// # Safety
+/// `p` is a live block of heap `owner` in class `c`, and the caller is done with it.
+#[cold]
+#[inline(never)]
+pub(crate) unsafe fn free_small_slow(p: *mut u8, owner: usize, c: usize) {
+    match current() {
+        // SAFETY: this thread owns `me`; `p` belongs to it.
+        Some(me) if me.index() == owner => unsafe { me.free(c, p) },
+        // SAFETY: as above; `owner` is another heap.
+        Some(me) => unsafe { me.send_remote(owner, c, p) },
+        // SAFETY: the lock makes this thread heap 0's owner.
+        None if owner == 0 => with_shared(|h| unsafe { h.free(c, p) }),
+        None => {
+            UNBATCHED_REMOTE[c].fetch_add(1, Ordering::Relaxed);
+            // SAFETY: a one-block chain of `owner`'s that nobody uses.
+            unsafe { HEAP[owner].remote.push_chain(p, p) }
+        }
+    }
+}
+
+/// The index of this thread's heap, if it has claimed one.
+pub(crate) fn thread_heap() -> Option<usize> {
+    LOCAL
+        .try_with(|l| l.owned().map(Heap::index))
+        .ok()
+        .flatten()
+}
+
+/// Sends the remote frees this thread has collected to their owners now.
+pub(crate) fn flush() {
+    if let Ok(Some(h)) = LOCAL.try_with(|l| l.owned()) {
+        // SAFETY: a heap this thread owns.
+        unsafe { h.flush_outboxes() };
+    }
+}

@@ -1,0 +1,128 @@
+//! A size-class global allocator for Rust hot paths, after document 004 ("(Re)Actor
+//! Allocation at 15 CPU Cycles"), made correct for every Rust program: any thread may
+//! allocate, and any thread may free what another allocated.
+//!
+//! ```
+//! use handoff_alloc::HandoffAlloc;
+//!
+//! #[global_allocator]
+//! static GLOBAL: HandoffAlloc = HandoffAlloc;
+//!
+//! let v: Vec<u64> = (0..1000).collect();
+//! assert_eq!(v.iter().sum::<u64>(), 499_500);
+//! let s = handoff_alloc::stats();
+//! assert!(s.small_blocks_live >= 1);
+//! ```
+//!
+//! # Design
+//!
+//! - **Thread-local heaps.** Each thread claims one of 127 heaps the first time it
+//!   allocates or frees. An allocation pops the head of its heap's free list for the
+//!   size class; a free of one of its own blocks pushes it back. Neither takes a lock
+//!   or an atomic read-modify-write.
+//! - **Half-exponent size classes**: 8, 16, 24, 32, 48, 64, 96, ... 32768, the class
+//!   computed without a branch from the size's top two bits ([`class`]).
+//! - **The class and the owner are in the pointer.** The allocator reserves one 16 TiB
+//!   range of address space (committed 1 MiB at a time as it is used). Every heap owns a
+//!   4 GiB region per class inside it, so the bits of a block's offset from the arena
+//!   base name its heap and its class. A free reads them from the address and loads no
+//!   header.
+//! - **Remote frees.** A block freed by a thread that does not own it is collected in
+//!   the freeing thread's batch for its owner; a batch of 64 goes to the owner's stack
+//!   with one compare-and-swap, and the owner takes all its stack with one swap when its
+//!   free list runs dry. A thread flushes its batches when it exits, when it commits new
+//!   memory, and when it calls [`flush`].
+//! - **Thread exit.** An exiting thread gives its heap back; the next thread to start
+//!   claims it, with its free lists and memory, and reclaims the blocks freed to it in
+//!   between. Blocks live at exit and freed later by others are therefore never lost.
+//! - **Big blocks.** Above 32 KiB (or aligned beyond what a class gives), a block is a
+//!   page-granular mapping of its own with a 16-byte header. Freed mappings up to 1 MiB
+//!   are cached for reuse; bigger ones are unmapped, returning the memory to the system.
+//! - **The shared heap.** Heap 0 is never claimed: threads that find no free heap (more
+//!   than 127 alive at once), or that allocate while their thread-local storage is being
+//!   destroyed, use it under a spin lock.
+//!
+//! Small blocks are never returned to the system: freed blocks go back on their heap's
+//! free lists and are reused, the document's choice.
+//!
+//! # Statistics
+//!
+//! [`stats`] gives process totals and [`heap_stats`] one heap's, readable from any
+//! thread at any time. The owners update their counters with plain stores, so a
+//! reading taken while threads run is a consistent-enough snapshot, exact once they
+//! stop.
+//!
+//! # Platforms
+//!
+//! 64-bit Linux. Elsewhere [`HandoffAlloc`] passes every call to [`std::alloc::System`].
+
+#![warn(missing_docs)]
+
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+mod big;
+#[cfg(not(loom))]
+pub mod class;
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+mod heap;
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+mod os;
+#[doc(hidden)]
+pub mod remote;
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+mod stats;
+mod sync;
+
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+pub use stats::{heap_stats, stats, HeapStats, Stats};
+
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+mod imp;
+
+/// The allocator. Install it with `#[global_allocator]`, or call its [`GlobalAlloc`]
+/// methods directly: it keeps all its state in statics, so every value of it is the
+/// same allocator.
+///
+/// [`GlobalAlloc`]: core::alloc::GlobalAlloc
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HandoffAlloc;
+
+/// Sends the remote frees this thread has collected to their owning heaps now,
+/// instead of when a batch fills, the thread commits new memory, or it exits. A thread
+/// that frees other threads' blocks and then goes idle for long can call it.
+///
+/// ```
+/// handoff_alloc::flush();
+/// ```
+pub fn flush() {
+    #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+    heap::flush();
+}
+
+/// The number of this thread's heap (see [`heap_stats`]), or `None` while it has none:
+/// before its first allocation or free, when it uses the shared heap, and on platforms
+/// where the allocator passes everything to the system.
+///
+/// ```
+/// let b = Box::new(1u64); // the thread may not have allocated through handoff-alloc
+/// drop(b);
+/// let _ = handoff_alloc::thread_heap();
+/// ```
+pub fn thread_heap() -> Option<usize> {
+    #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+    return heap::thread_heap();
+    #[cfg(not(all(target_os = "linux", target_pointer_width = "64", not(loom))))]
+    return None;
+}
+
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64", not(loom))))]
+// SAFETY: every call is passed to the system allocator, which upholds the contract.
+unsafe impl core::alloc::GlobalAlloc for HandoffAlloc {
+    unsafe fn alloc(&self, layout: core::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: core::alloc::Layout) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}

@@ -1,0 +1,82 @@
+//! The operating system's memory calls: reserve, commit, map and unmap. They never
+//! allocate, so the allocator can call them from inside `alloc`.
+
+use core::ptr;
+
+/// The page size of the allocator's arithmetic. Commits are whole MiB and mappings are
+/// rounded up by the kernel, so a system with bigger pages works too.
+pub(crate) const PAGE: usize = 4096;
+
+/// Reserves `len` bytes of address space aligned to `align`, inaccessible and not
+/// committed: it costs no memory until [`commit`]. Null when the system refuses.
+pub(crate) fn reserve(len: usize, align: usize) -> *mut u8 {
+    let Some(total) = len.checked_add(align) else {
+        return ptr::null_mut();
+    };
+    // SAFETY: an anonymous private mapping at an address the kernel picks touches no
+    // existing memory.
+    let raw = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            total,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        return ptr::null_mut();
+    }
+    let raw = raw.cast::<u8>();
+    let lead = raw.addr().next_multiple_of(align) - raw.addr();
+    let start = raw.wrapping_add(lead);
+    // Give back the unaligned head and the tail beyond `len`.
+    if lead > 0 {
+        // SAFETY: [raw, raw + lead) is part of the mapping made above and nothing uses it.
+        unsafe { libc::munmap(raw.cast(), lead) };
+    }
+    let tail = total - lead - len;
+    if tail > 0 {
+        // SAFETY: as above, for the part past `start + len`.
+        unsafe { libc::munmap(start.wrapping_add(len).cast(), tail) };
+    }
+    start
+}
+
+/// Makes `[at, at + len)`, inside a reservation, readable and writable. Its pages are
+/// still only backed by memory when first touched.
+pub(crate) fn commit(at: *mut u8, len: usize) -> bool {
+    // SAFETY: the caller passes a page-aligned range inside the arena reservation,
+    // which nothing else maps.
+    unsafe { libc::mprotect(at.cast(), len, libc::PROT_READ | libc::PROT_WRITE) == 0 }
+}
+
+/// Maps `len` fresh zeroed bytes, readable and writable. Null when the system refuses.
+pub(crate) fn map(len: usize) -> *mut u8 {
+    // SAFETY: as in `reserve`.
+    let raw = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        ptr::null_mut()
+    } else {
+        raw.cast()
+    }
+}
+
+/// Returns a mapping made by [`map`] to the system.
+///
+/// # Safety
+/// `at` and `len` are exactly one mapping made by [`map`], and nothing uses it again.
+pub(crate) unsafe fn unmap(at: *mut u8, len: usize) {
+    // SAFETY: the caller's contract.
+    unsafe { libc::munmap(at.cast(), len) };
+}

@@ -1,0 +1,132 @@
+//! Allocation statistics, per heap and for the process, readable at any time.
+
+use crate::big;
+use crate::class::{class_size, HEAPS, NUM_CLASSES};
+use crate::heap::{HEAP, UNBATCHED_REMOTE};
+use core::sync::atomic::Ordering;
+
+/// Process totals. Taken while other threads allocate, the figures are each read at a
+/// slightly different moment; once they stop, they are exact.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Heaps a thread owns now.
+    pub heaps_owned: usize,
+    /// Heaps ever claimed by a thread.
+    pub heaps_used: usize,
+    /// Small blocks (size classes) allocated and not yet freed.
+    pub small_blocks_live: u64,
+    /// Their bytes, counted at their class size.
+    pub small_bytes_live: u64,
+    /// Big blocks (own mappings) allocated and not yet freed.
+    pub big_blocks_live: u64,
+    /// Their bytes, counted at their mapping length.
+    pub big_bytes_live: u64,
+    /// Blocks freed by a thread other than their heap's owner.
+    pub remote_frees: u64,
+    /// Of those, blocks their owner has taken back onto its free lists.
+    pub remote_frees_reclaimed: u64,
+    /// Arena memory made usable (it is backed by physical memory only once touched).
+    pub committed_bytes: u64,
+    /// Everything mapped: committed arena memory plus big blocks' mappings (cached
+    /// ones included).
+    pub mapped_bytes: u64,
+}
+
+/// One heap's figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeapStats {
+    /// The heap's number (0 is the shared heap).
+    pub index: usize,
+    /// Whether a thread owns it now (for heap 0: whether its lock is held).
+    pub owned: bool,
+    /// How many threads have owned it.
+    pub owners: u64,
+    /// Blocks cut from its regions so far: its whole stock of small blocks.
+    pub blocks_carved: u64,
+    /// Its blocks not free in it (not in its magazines or on its free lists). Blocks
+    /// other threads have freed but the heap has not reclaimed yet still count.
+    pub blocks_live: u64,
+    /// Their bytes, at class size.
+    pub bytes_live: u64,
+    /// Blocks of other heaps its thread has freed (sent to their owners).
+    pub remote_frees_sent: u64,
+    /// Its blocks freed by other threads and taken back.
+    pub remote_frees_reclaimed: u64,
+    /// Arena memory committed for it.
+    pub committed_bytes: u64,
+}
+
+/// The figures of heap `index`, or `None` if there is no such heap (there are 128).
+///
+/// ```
+/// let h = handoff_alloc::heap_stats(0).unwrap();
+/// assert_eq!(h.index, 0);
+/// assert!(handoff_alloc::heap_stats(1000).is_none());
+/// ```
+pub fn heap_stats(index: usize) -> Option<HeapStats> {
+    let h = HEAP.get(index)?;
+    let mut s = HeapStats {
+        index,
+        owned: h.is_owned(),
+        owners: h.owners.load(Ordering::Relaxed),
+        committed_bytes: h.committed.load(Ordering::Relaxed),
+        ..HeapStats::default()
+    };
+    for (c, (bin, mag)) in h.bins.iter().zip(&h.mags).take(NUM_CLASSES).enumerate() {
+        let carved = bin.carved.load(Ordering::Relaxed);
+        let free =
+            bin.listed.load(Ordering::Relaxed) + u64::from(mag.count.load(Ordering::Relaxed));
+        let live = carved.saturating_sub(free);
+        s.blocks_carved += carved;
+        s.blocks_live += live;
+        s.bytes_live += live * class_size(c) as u64;
+        s.remote_frees_sent += bin.remote_sent.load(Ordering::Relaxed);
+        s.remote_frees_reclaimed += bin.reclaimed.load(Ordering::Relaxed);
+    }
+    Some(s)
+}
+
+/// Process totals.
+///
+/// ```
+/// let before = handoff_alloc::stats();
+/// assert!(before.mapped_bytes >= before.committed_bytes);
+/// ```
+pub fn stats() -> Stats {
+    let mut s = Stats::default();
+    let mut live = [0i64; NUM_CLASSES];
+    for (i, h) in HEAP.iter().enumerate().take(HEAPS) {
+        let owners = h.owners.load(Ordering::Relaxed);
+        if i > 0 && h.is_owned() {
+            s.heaps_owned += 1;
+        }
+        if owners > 0 {
+            s.heaps_used += 1;
+        }
+        s.committed_bytes += h.committed.load(Ordering::Relaxed);
+        for (c, (bin, mag)) in h.bins.iter().zip(&h.mags).take(NUM_CLASSES).enumerate() {
+            let sent = bin.remote_sent.load(Ordering::Relaxed);
+            let reclaimed = bin.reclaimed.load(Ordering::Relaxed);
+            // Blocks freed remotely and not yet reclaimed are free, though no heap
+            // lists them yet.
+            live[c] += bin.carved.load(Ordering::Relaxed) as i64
+                - bin.listed.load(Ordering::Relaxed) as i64
+                - i64::from(mag.count.load(Ordering::Relaxed))
+                - sent as i64
+                + reclaimed as i64;
+            s.remote_frees += sent;
+            s.remote_frees_reclaimed += reclaimed;
+        }
+    }
+    for (c, n) in live.iter().enumerate() {
+        let unbatched = UNBATCHED_REMOTE[c].load(Ordering::Relaxed);
+        s.remote_frees += unbatched;
+        let n = (*n - unbatched as i64).max(0) as u64;
+        s.small_blocks_live += n;
+        s.small_bytes_live += n * class_size(c) as u64;
+    }
+    s.big_blocks_live = big::LIVE_BLOCKS.load(Ordering::Relaxed);
+    s.big_bytes_live = big::LIVE_BYTES.load(Ordering::Relaxed);
+    s.mapped_bytes = s.committed_bytes + big::MAPPED_BYTES.load(Ordering::Relaxed);
+    s
+}

@@ -1,0 +1,293 @@
+//! handoff-alloc installed as this test binary's global allocator: std collections,
+//! cross-thread frees, thread exit with live blocks, every alignment, realloc, and the
+//! statistics that show the blocks really came from it. The test harness's own threads
+//! allocate through it too.
+
+use handoff_alloc::HandoffAlloc;
+use std::alloc::{GlobalAlloc, Layout};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread;
+
+#[global_allocator]
+static GLOBAL: HandoffAlloc = HandoffAlloc;
+
+const SCALE: usize = if cfg!(debug_assertions) { 1 } else { 10 };
+
+/// A value whose bytes say who made it, checked when it is dropped.
+struct Tagged(Vec<u64>);
+
+impl Tagged {
+    fn new(tag: u64, len: usize) -> Tagged {
+        Tagged(
+            (0..len as u64)
+                .map(|i| tag ^ i.wrapping_mul(0x9e37_79b9))
+                .collect(),
+        )
+    }
+    fn check(&self, tag: u64) {
+        for (i, &w) in self.0.iter().enumerate() {
+            assert_eq!(
+                w,
+                tag ^ (i as u64).wrapping_mul(0x9e37_79b9),
+                "corrupted block"
+            );
+        }
+    }
+}
+
+#[test]
+fn std_collections_work_and_come_from_the_arena() {
+    let before = handoff_alloc::stats();
+    let mut map = HashMap::new();
+    let mut tree = BTreeMap::new();
+    let mut dq = VecDeque::new();
+    for i in 0..20_000 * SCALE {
+        map.insert(i, format!("value {i}"));
+        tree.insert(format!("{i:08}"), vec![i; i % 17]);
+        dq.push_back(Box::new(i));
+        if i % 3 == 0 {
+            map.remove(&(i / 2));
+            dq.pop_front();
+        }
+    }
+    for (k, v) in &map {
+        assert_eq!(v, &format!("value {k}"));
+    }
+    for (k, v) in &tree {
+        let i: usize = k.parse().unwrap();
+        assert_eq!(v.len(), i % 17);
+        assert!(v.iter().all(|&x| x == i));
+    }
+    let mid = handoff_alloc::stats();
+    assert!(
+        mid.small_blocks_live > before.small_blocks_live,
+        "the collections' blocks are not counted: {before:?} -> {mid:?}"
+    );
+    assert!(mid.committed_bytes > 0);
+    drop((map, tree, dq));
+}
+
+#[test]
+fn blocks_freed_on_other_threads_are_all_returned_and_reused() {
+    const THREADS: usize = 4;
+    let per = 50_000 * SCALE;
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..THREADS).map(|_| mpsc::channel::<Tagged>()).unzip();
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let mut handles = Vec::new();
+    for (me, rx) in rxs.into_iter().enumerate() {
+        let txs = txs.clone();
+        let barrier = barrier.clone();
+        handles.push(thread::spawn(move || {
+            barrier.wait();
+            let mut received = 0;
+            for i in 0..per {
+                // Each value goes to another thread, which checks and frees it.
+                let to = (me + 1 + i % (THREADS - 1)) % THREADS;
+                let tag = ((me as u64) << 32) | i as u64;
+                txs[to].send(Tagged::new(tag, 1 + i % 40)).unwrap();
+                while let Ok(v) = rx.try_recv() {
+                    v.check(v.0[0]);
+                    received += 1;
+                }
+            }
+            drop(txs);
+            (rx, received)
+        }));
+    }
+    drop(txs);
+    let mut total = 0;
+    let mut rest = Vec::new();
+    for h in handles {
+        let (rx, n) = h.join().unwrap();
+        total += n;
+        rest.push(rx);
+    }
+    for rx in rest {
+        for v in rx.iter() {
+            v.check(v.0[0]);
+            total += 1;
+        }
+    }
+    assert_eq!(total, THREADS * per, "every value arrives once");
+    let s = handoff_alloc::stats();
+    assert!(s.remote_frees > 0, "no remote frees counted: {s:?}");
+}
+
+#[test]
+fn a_thread_that_exits_with_live_blocks_leaves_them_collectable() {
+    let n = 10_000 * SCALE;
+    // The freeing thread claims its own heap first, so the exited thread's heap is
+    // not the one it gets.
+    let (give, take) = mpsc::channel::<Vec<Tagged>>();
+    let freer = thread::spawn(move || {
+        drop(Box::new(0u8));
+        let mine = handoff_alloc::thread_heap();
+        let blocks = take.recv().unwrap();
+        for b in &blocks {
+            b.check(b.0[0]);
+        }
+        drop(blocks);
+        handoff_alloc::flush();
+        mine
+    });
+    let (blocks, heap) = thread::spawn(move || {
+        let blocks: Vec<Tagged> = (0..n).map(|i| Tagged::new(i as u64, 1 + i % 8)).collect();
+        (
+            blocks,
+            handoff_alloc::thread_heap().expect("an allocating thread has a heap"),
+        )
+        // The thread exits here, its blocks alive in the other thread.
+    })
+    .join()
+    .unwrap();
+    let before = handoff_alloc::heap_stats(heap).unwrap();
+    assert!(before.blocks_live >= n as u64, "{before:?}");
+    give.send(blocks).unwrap();
+    assert_ne!(freer.join().unwrap(), Some(heap));
+    // New threads claim heaps and hold them until one has the exited thread's heap;
+    // that one reclaims the blocks when its free lists run dry.
+    let (report, reports) = mpsc::channel();
+    let mut holders = Vec::new();
+    let mut found = None;
+    for _ in 0..127 {
+        let (go, wait) = mpsc::channel::<bool>();
+        let report = report.clone();
+        holders.push((
+            go,
+            thread::spawn(move || {
+                drop(Box::new(0u8));
+                report.send(handoff_alloc::thread_heap()).unwrap();
+                if wait.recv().unwrap() {
+                    let v: Vec<Vec<u64>> = (0..4 * n).map(|i| vec![i as u64; 1 + i % 8]).collect();
+                    assert!(v.iter().enumerate().all(|(i, b)| b[0] == i as u64));
+                }
+            }),
+        ));
+        if reports.recv().unwrap() == Some(heap) {
+            found = Some(holders.len() - 1);
+            break;
+        }
+    }
+    let found = found.expect("no new thread got the exited thread's heap");
+    for (i, (go, h)) in holders.into_iter().enumerate() {
+        go.send(i == found).unwrap();
+        h.join().unwrap();
+    }
+    let after = handoff_alloc::heap_stats(heap).unwrap();
+    assert!(
+        after.remote_frees_reclaimed >= before.remote_frees_reclaimed + n as u64,
+        "the exited heap's blocks were not reclaimed by its next owner: {before:?} -> {after:?}"
+    );
+    assert!(after.owners > before.owners);
+}
+
+#[test]
+fn every_alignment_and_size_is_honoured_and_disjoint() {
+    let mut live: Vec<(*mut u8, Layout, u8)> = Vec::new();
+    let mut k = 0u8;
+    for shift in 0..=16 {
+        let align = 1usize << shift;
+        for size in [
+            1,
+            7,
+            8,
+            9,
+            24,
+            40,
+            100,
+            1000,
+            4096,
+            5000,
+            32768,
+            32769,
+            200_000,
+            2 << 20,
+        ] {
+            let layout = Layout::from_size_align(size, align).unwrap();
+            // SAFETY: a valid non-zero layout.
+            let p = unsafe { GLOBAL.alloc(layout) };
+            assert!(!p.is_null());
+            assert_eq!(p as usize % align, 0, "size {size} align {align}");
+            k = k.wrapping_add(1);
+            // SAFETY: `p` is a fresh block of `size` bytes.
+            unsafe { std::ptr::write_bytes(p, k, size) };
+            live.push((p, layout, k));
+        }
+    }
+    for &(p, layout, k) in &live {
+        // SAFETY: every block is live and was filled with its `k`.
+        let bytes = unsafe { std::slice::from_raw_parts(p, layout.size()) };
+        assert!(bytes.iter().all(|&b| b == k), "a block was overwritten");
+    }
+    for (p, layout, _) in live {
+        // SAFETY: allocated above with this layout.
+        unsafe { GLOBAL.dealloc(p, layout) };
+    }
+    // Zeroed blocks are zero, also when they reuse freed memory.
+    for size in [8, 100, 5000, 40_000, 3 << 20] {
+        let layout = Layout::from_size_align(size, 8).unwrap();
+        for _ in 0..3 {
+            // SAFETY: a valid non-zero layout.
+            let p = unsafe { GLOBAL.alloc_zeroed(layout) };
+            // SAFETY: `p` is a live block of `size` bytes.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(p, size) };
+            assert!(bytes.iter().all(|&b| b == 0));
+            bytes.fill(0xAB);
+            // SAFETY: allocated above.
+            unsafe { GLOBAL.dealloc(p, layout) };
+        }
+    }
+}
+
+#[test]
+fn realloc_keeps_the_bytes_and_stays_in_place_within_a_class() {
+    let layout = Layout::from_size_align(40, 8).unwrap();
+    // SAFETY: a valid non-zero layout.
+    let p = unsafe { GLOBAL.alloc(layout) };
+    // SAFETY: a live block of 40 bytes.
+    unsafe { std::ptr::write_bytes(p, 7, 40) };
+    // 40 and 48 share the 48-byte class.
+    // SAFETY: `p` is live with `layout`; 48 is a valid size.
+    let q = unsafe { GLOBAL.realloc(p, layout, 48) };
+    assert_eq!(p, q, "a realloc within the class moved the block");
+    let mut v: Vec<u8> = Vec::new();
+    let mut expect = Vec::new();
+    for i in 0..300_000u32 {
+        v.push(i as u8);
+        expect.push(i as u8);
+        if i % 1000 == 999 {
+            v.shrink_to_fit();
+        }
+    }
+    assert_eq!(v, expect);
+    while v.len() > 10 {
+        let keep = v.len() / 3;
+        v.truncate(keep);
+        v.shrink_to_fit();
+        assert_eq!(v[..], expect[..keep]);
+    }
+    // SAFETY: `q` is live with a 48-byte layout.
+    unsafe { GLOBAL.dealloc(q, Layout::from_size_align(48, 8).unwrap()) };
+}
+
+#[test]
+fn a_thousand_short_threads_reuse_heaps() {
+    let before = handoff_alloc::stats();
+    for round in 0..100 {
+        let hs: Vec<_> = (0..10)
+            .map(|t| {
+                thread::spawn(move || {
+                    let v: Vec<Vec<usize>> = (0..100).map(|i| vec![round + t + i; 10]).collect();
+                    v.iter().filter(|b| b.len() == 10).count()
+                })
+            })
+            .collect();
+        for h in hs {
+            assert_eq!(h.join().unwrap(), 100);
+        }
+    }
+    let after = handoff_alloc::stats();
+    // 1000 threads, never more than a few dozen heaps: exited heaps are reused.
+    assert!(after.heaps_used < 100, "{before:?} -> {after:?}");
+}
