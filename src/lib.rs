@@ -22,6 +22,12 @@
 //! ```
 
 pub use handoff_alloc as alloc;
+
+/// With the `global-alloc` feature, handoff-alloc is the global allocator of every binary
+/// that links this crate.
+#[cfg(feature = "global-alloc")]
+#[global_allocator]
+static GLOBAL: handoff_alloc::HandoffAlloc = handoff_alloc::HandoffAlloc;
 pub use handoff_clock as clock;
 pub use handoff_pool as pool;
 pub use handoff_spsc as spsc;

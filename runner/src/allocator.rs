@@ -1,6 +1,7 @@
 //! The runner binary's process allocator: the system allocator (glibc malloc), or
-//! mimalloc when the process was started with `HANDOFF_ALLOCATOR=mimalloc` (the
-//! pipeline's `mimalloc` variant re-executes the runner that way). The choice is made
+//! mimalloc, jemalloc or handoff-alloc when the process was started with
+//! `HANDOFF_ALLOCATOR=mimalloc|jemalloc|handoff` (the allocator contenders' child
+//! processes are started that way, see `lab::child`). The choice is made
 //! once, at the first allocation, from the raw environment (no allocation is needed
 //! to read it), and never changes, so every block is freed by the allocator that made
 //! it. The library and its tests keep Rust's default allocator.
@@ -11,6 +12,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 const UNDECIDED: u8 = 0;
 const SYSTEM: u8 = 1;
 const MIMALLOC: u8 = 2;
+const JEMALLOC: u8 = 3;
+const HANDOFF: u8 = 4;
 
 /// The allocator, chosen at the first allocation.
 pub struct Chosen {
@@ -39,10 +42,18 @@ impl Chosen {
         // name is a NUL-terminated literal. The runner sets no variables while
         // single-threaded start-up runs, so nothing writes the block concurrently.
         let value = unsafe { libc::getenv(c"HANDOFF_ALLOCATOR".as_ptr()) };
-        let mi = !value.is_null()
+        let name: &[u8] = if value.is_null() {
+            b""
+        } else {
             // SAFETY: a non-null result of `getenv` is a NUL-terminated string.
-            && unsafe { std::ffi::CStr::from_ptr(value) }.to_bytes() == b"mimalloc";
-        let want = if mi { MIMALLOC } else { SYSTEM };
+            unsafe { std::ffi::CStr::from_ptr(value) }.to_bytes()
+        };
+        let want = match name {
+            b"mimalloc" => MIMALLOC,
+            b"jemalloc" => JEMALLOC,
+            b"handoff" => HANDOFF,
+            _ => SYSTEM,
+        };
         // The first decision wins; every thread decides the same anyway.
         match self
             .which
@@ -54,51 +65,43 @@ impl Chosen {
     }
 }
 
+/// Calls `$method` on the allocator `$which` names.
+macro_rules! dispatch {
+    ($which:expr, $method:ident ( $($arg:expr),* )) => {
+        match $which {
+            MIMALLOC => mimalloc::MiMalloc.$method($($arg),*),
+            JEMALLOC => tikv_jemallocator::Jemalloc.$method($($arg),*),
+            HANDOFF => handoff_alloc::HandoffAlloc.$method($($arg),*),
+            _ => System.$method($($arg),*),
+        }
+    };
+}
+
 // SAFETY: every call goes to the one allocator chosen before the first block was
 // made, which upholds `GlobalAlloc`'s contract itself; a block is always returned to
 // the allocator that made it because the choice never changes.
 unsafe impl GlobalAlloc for Chosen {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if self.which() == MIMALLOC {
-            // SAFETY: the caller's contract, passed on.
-            unsafe { mimalloc::MiMalloc.alloc(layout) }
-        } else {
-            // SAFETY: the caller's contract, passed on.
-            unsafe { System.alloc(layout) }
-        }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { dispatch!(self.which(), alloc(layout)) }
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if self.which() == MIMALLOC {
-            // SAFETY: `ptr` came from this same allocator (the choice never changes).
-            unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
-        } else {
-            // SAFETY: as above.
-            unsafe { System.dealloc(ptr, layout) }
-        }
+        // SAFETY: `ptr` came from this same allocator (the choice never changes).
+        unsafe { dispatch!(self.which(), dealloc(ptr, layout)) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if self.which() == MIMALLOC {
-            // SAFETY: the caller's contract, passed on.
-            unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
-        } else {
-            // SAFETY: the caller's contract, passed on.
-            unsafe { System.alloc_zeroed(layout) }
-        }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { dispatch!(self.which(), alloc_zeroed(layout)) }
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if self.which() == MIMALLOC {
-            // SAFETY: `ptr` came from this same allocator; the caller's contract.
-            unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
-        } else {
-            // SAFETY: as above.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
+        // SAFETY: `ptr` came from this same allocator; the caller's contract.
+        unsafe { dispatch!(self.which(), realloc(ptr, layout, new_size)) }
     }
 }

@@ -17,7 +17,7 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(status as u8);
     }
     if std::env::var_os("HANDOFF_ALLOCATOR").is_some() {
-        eprintln!("runner: HANDOFF_ALLOCATOR is set; unset it (the runner sets it only for the child processes of its mimalloc contenders)");
+        eprintln!("runner: HANDOFF_ALLOCATOR is set; unset it (the runner sets it only for the child processes of its allocator contenders)");
         return std::process::ExitCode::from(2);
     }
     runner::cli::main()

@@ -3,6 +3,7 @@
 //! JSON fields and charts; `lab::session` does the rest. [`REGISTRY`] lists them for
 //! `runner --help`, `runner all` and the dispatch.
 
+pub mod alloc;
 pub mod patterns;
 pub mod pipeline;
 pub mod pool;
@@ -58,6 +59,7 @@ pub static REGISTRY: &[&dyn Experiment] = &[
     &pipeline::Pipeline,
     &pool::Pool,
     &patterns::Patterns,
+    &alloc::Alloc,
 ];
 
 /// The tasks a child runner can run (`lab::child`): allocator contenders that need
@@ -68,6 +70,7 @@ pub static CHILD_TASKS: &[(&str, crate::lab::child::Task)] = &[
         pipeline::variants::child_task,
     ),
     (pool::CHILD_TASK, pool::child_task),
+    (alloc::CHILD_TASK, alloc::child_task),
 ];
 
 /// Looks an experiment up by its subcommand.

@@ -1,0 +1,572 @@
+//! `runner alloc`: the size-class allocator document (seeds/004). Its real-world-like
+//! test (sizes ~ 1/size, Pareto-like lifetimes, each block written and read once) on
+//! handoff-alloc, glibc malloc, mimalloc and jemalloc, each in its own child runner
+//! whose process allocator it is: time and ns per alloc/free pair, peak resident memory
+//! over peak requested bytes (the document's Figure 2), TSC ticks per pair as the
+//! working set grows (Figure 3), and a producer/consumer run where one thread allocates
+//! and another frees. Repeats alternate the contenders.
+
+mod work;
+
+use crate::lab::chart::{self, Series};
+use crate::lab::claims::{holds, near, Claim, Verdict};
+use crate::lab::error::{Error, Result};
+use crate::lab::flags::{self, THREAD_NAMES};
+use crate::lab::measure::median_or_nan as median;
+use crate::lab::results::{check_writable, Outputs};
+use crate::lab::session::{Output, Plan, Session};
+use crate::lab::stop;
+use crate::lab::topology::Topology;
+use clap::Args;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+pub use work::{child_task, Contender, Sample, Spec, CHILD_TASK};
+
+/// The source document.
+pub const DOCUMENT: &str = "seeds/004_12c30817d25f96d8.txt";
+
+/// The document's total allocation size: 1.3 GB.
+pub const DOC_WORKING_SET: usize = 1_300_000_000;
+
+const MIB: usize = 1 << 20;
+
+/// `runner alloc` options (every default is written here and nowhere else).
+#[derive(Args, Debug, Clone)]
+pub struct AllocArgs {
+    /// Requested bytes the main test keeps live, in MiB (the document: 1.3 GB, see --full)
+    #[arg(long, default_value = "256", allow_hyphen_values = true)]
+    pub working_set_mib: String,
+    /// Replacements (free + alloc) of the main test
+    #[arg(long, default_value = "10000000", allow_hyphen_values = true)]
+    pub ops: String,
+    /// The document's size: a 1.3 GB working set (overrides --working-set-mib)
+    #[arg(long)]
+    pub full: bool,
+    /// Threads of the main test; the working set and the replacements are split among them
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    pub threads: String,
+    /// Repeats of the main test per contender (medians reported)
+    #[arg(long, default_value = "3", allow_hyphen_values = true)]
+    pub repeats: String,
+    /// Largest working set of the sweep in MiB (from 1 MiB, times 4 each step; 0: no sweep)
+    #[arg(long, default_value = "1024", allow_hyphen_values = true)]
+    pub sweep_max_mib: String,
+    /// Replacements per sweep point
+    #[arg(long, default_value = "2000000", allow_hyphen_values = true)]
+    pub sweep_ops: String,
+    /// Blocks of the producer/consumer run (0: none)
+    #[arg(long, default_value = "2000000", allow_hyphen_values = true)]
+    pub handoff_items: String,
+    /// Cores for the threads, comma-separated (the first runs the one-thread parts, the first two the producer/consumer) [default: adapted to this machine]
+    #[arg(long)]
+    pub pin: Option<String>,
+    /// Output directory for the JSON and SVG files
+    #[arg(long, default_value = "handoff-results")]
+    pub out: PathBuf,
+    /// Seconds to spin on the first two cores, before and after the runs, measuring what interrupts them (0: skip)
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    pub noise_seconds: String,
+}
+
+/// Everything `runner alloc` was asked to do (after validation).
+#[derive(Clone, Debug, Serialize)]
+pub struct Config {
+    /// Requested bytes live in the main test.
+    pub working_set: usize,
+    /// Replacements of the main test.
+    pub ops: usize,
+    /// Threads of the main test.
+    pub threads: usize,
+    /// Repeats per contender.
+    pub repeats: usize,
+    /// Working sets of the sweep.
+    pub sweep: Vec<usize>,
+    /// Replacements per sweep point.
+    pub sweep_ops: usize,
+    /// Blocks of the producer/consumer run.
+    pub handoff_items: usize,
+    /// Cores.
+    pub pins: Vec<usize>,
+    /// Output directory.
+    pub out: PathBuf,
+    /// Seconds of the noise probe before and after (0: none).
+    pub noise_seconds: f64,
+}
+
+/// `runner alloc`.
+pub struct Alloc;
+
+impl super::Experiment for Alloc {
+    fn name(&self) -> &'static str {
+        "alloc"
+    }
+
+    fn document(&self) -> &'static str {
+        DOCUMENT
+    }
+
+    fn command(&self) -> clap::Command {
+        AllocArgs::augment_args(clap::Command::new("alloc")).about(
+            "Size-class allocator vs glibc, mimalloc, jemalloc on a real-world-like test: time, memory, working-set sweep, cross-thread frees (seeds/004)",
+        )
+    }
+
+    fn all_flags(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn prepare(
+        &self,
+        args: &clap::ArgMatches,
+        topo: &Topology,
+    ) -> Result<Box<dyn super::Prepared>> {
+        let a: AllocArgs = super::typed_args(args)?;
+        let (cfg, note) = config(&a, topo)?;
+        Ok(Box::new(Prepared { cfg, note }))
+    }
+}
+
+/// Validates `runner alloc` arguments against the machine. Every error is one line.
+pub fn config(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+    let working_set = if a.full {
+        DOC_WORKING_SET
+    } else {
+        flags::count_in("working-set-mib", &a.working_set_mib, 1, 1 << 20, "MiB")? * MIB
+    };
+    let ops = flags::count_in("ops", &a.ops, 1, 1 << 36, "replacement")?;
+    let threads = flags::count_in("threads", &a.threads, 1, THREAD_NAMES.len(), "thread")?;
+    let repeats = flags::count_in("repeats", &a.repeats, 1, 100, "repeat")?;
+    let sweep_max = flags::count_in("sweep-max-mib", &a.sweep_max_mib, 0, 1 << 20, "MiB")?;
+    let sweep_ops = flags::count_in("sweep-ops", &a.sweep_ops, 1, 1 << 36, "replacement")?;
+    let handoff_items = flags::count_in("handoff-items", &a.handoff_items, 0, 1 << 36, "block")?;
+    let noise_seconds = flags::noise_seconds(&a.noise_seconds)?;
+    check_writable(&a.out)?;
+    let (pins, notes) = flags::thread_pins(a.pin.as_deref(), threads.max(2), topo)?;
+    let mut sweep = Vec::new();
+    let mut ws = MIB;
+    while sweep_max > 0 && ws <= sweep_max * MIB {
+        sweep.push(ws);
+        ws *= 4;
+    }
+    let mut notes = notes;
+    if !a.full {
+        notes.push(format!(
+            "a {} MiB working set; the document's is 1.3 GB (--full)",
+            working_set / MIB
+        ));
+    }
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    Ok((
+        Config {
+            working_set,
+            ops,
+            threads,
+            repeats,
+            sweep,
+            sweep_ops,
+            handoff_items,
+            pins,
+            out: a.out.clone(),
+            noise_seconds,
+        },
+        note,
+    ))
+}
+
+struct Prepared {
+    cfg: Config,
+    note: Option<String>,
+}
+
+impl super::Prepared for Prepared {
+    fn plan(&self) -> Plan {
+        let c = &self.cfg;
+        Plan {
+            out: c.out.clone(),
+            roles: c
+                .pins
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| (THREAD_NAMES[i], p))
+                .collect(),
+            control: None,
+            pin_note: self.note.clone(),
+            noise_seconds: c.noise_seconds,
+        }
+    }
+
+    fn run(&self, session: &mut Session) -> Result<Output> {
+        let cfg = &self.cfg;
+        let freq = session.clock.calibration().freq_hz;
+        let n = Contender::ALL.len();
+        let bar = session.progress((n * cfg.repeats) as u64)?;
+        let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); n];
+        for r in 0..cfg.repeats {
+            // Rotate the order each repeat so no contender always runs first.
+            for k in 0..n {
+                let i = (k + r) % n;
+                if stop::requested() {
+                    return Err(Error::Interrupted);
+                }
+                let c = Contender::ALL[i];
+                bar.set_message(format!("repeat {} {}", r + 1, c.name()));
+                let spec = Spec {
+                    contender: c,
+                    working_set: cfg.working_set,
+                    ops: cfg.ops,
+                    threads: cfg.threads,
+                    pins: cfg.pins.clone(),
+                    // The sweep and the cross-thread run once, in the first repeat.
+                    sweep: if r == 0 {
+                        cfg.sweep.clone()
+                    } else {
+                        Vec::new()
+                    },
+                    sweep_ops: cfg.sweep_ops,
+                    handoff_items: if r == 0 { cfg.handoff_items } else { 0 },
+                    freq,
+                };
+                samples[i].push(work::measure(&spec)?);
+                bar.inc(1);
+            }
+        }
+        bar.finish_and_clear();
+        session.probe_after()?;
+        let out = Outcome { samples };
+        Ok(Output {
+            sections: vec![out.table(cfg)],
+            claims: out.claims(cfg),
+            json: out.json(cfg)?,
+            files: out.charts(cfg)?,
+        })
+    }
+}
+
+/// Every contender's samples, in `Contender::ALL` order.
+struct Outcome {
+    samples: Vec<Vec<Sample>>,
+}
+
+impl Outcome {
+    fn of(&self, c: Contender) -> &[Sample] {
+        let i = Contender::ALL.iter().position(|&x| x == c).unwrap_or(0);
+        &self.samples[i]
+    }
+    fn seconds(&self, c: Contender) -> f64 {
+        median(self.of(c).iter().map(|s| s.seconds))
+    }
+    fn ns(&self, c: Contender) -> f64 {
+        median(self.of(c).iter().map(|s| s.ns_per_pair))
+    }
+    /// Peak resident memory over peak requested bytes.
+    fn overhead(&self, c: Contender) -> f64 {
+        median(
+            self.of(c)
+                .iter()
+                .map(|s| s.peak_resident as f64 / s.peak_requested.max(1) as f64),
+        )
+    }
+    fn resident_mib(&self, c: Contender) -> f64 {
+        median(
+            self.of(c)
+                .iter()
+                .map(|s| s.peak_resident as f64 / MIB as f64),
+        )
+    }
+    fn sweep(&self, c: Contender) -> &[(usize, f64)] {
+        self.of(c).first().map_or(&[], |s| s.sweep.as_slice())
+    }
+    fn handoff(&self, c: Contender) -> f64 {
+        self.of(c)
+            .first()
+            .and_then(|s| s.handoff_per_s)
+            .unwrap_or(f64::NAN)
+    }
+
+    fn table(&self, cfg: &Config) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "document 004's test: {} MiB requested live, {} replacements, {} thread(s), medians of {} repeats",
+            cfg.working_set / MIB,
+            cfg.ops,
+            cfg.threads,
+            cfg.repeats
+        );
+        let _ = writeln!(
+            s,
+            "  {:<14} {:>10} {:>12} {:>14} {:>16} {:>18}",
+            "allocator",
+            "time s",
+            "ns per pair",
+            "peak RSS MiB",
+            "RSS / requested",
+            "cross-thread M/s"
+        );
+        for c in Contender::ALL {
+            let _ = writeln!(
+                s,
+                "  {:<14} {:>10.2} {:>12.1} {:>14.1} {:>16.3} {:>18.2}",
+                c.name(),
+                self.seconds(c),
+                self.ns(c),
+                self.resident_mib(c),
+                self.overhead(c),
+                self.handoff(c) / 1e6
+            );
+        }
+        if !cfg.sweep.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nTSC ticks per pair as the working set grows ({} replacements each)",
+                cfg.sweep_ops
+            );
+            let _ = write!(s, "  {:<10}", "MiB");
+            for c in Contender::ALL {
+                let _ = write!(s, " {:>14}", c.name());
+            }
+            let _ = writeln!(s);
+            for (k, ws) in cfg.sweep.iter().enumerate() {
+                let _ = write!(s, "  {:<10}", ws / MIB);
+                for c in Contender::ALL {
+                    let v = self.sweep(c).get(k).map_or(f64::NAN, |p| p.1);
+                    let _ = write!(s, " {v:>14.1}");
+                }
+                let _ = writeln!(s);
+            }
+        }
+        s
+    }
+
+    fn claims(&self, cfg: &Config) -> Vec<Claim> {
+        let h = Contender::Handoff;
+        let others = [Contender::System, Contender::Mimalloc, Contender::Jemalloc];
+        let speedup = |c: Contender| self.seconds(c) / self.seconds(h);
+        let min_speedup = others
+            .iter()
+            .map(|&c| speedup(c))
+            .fold(f64::INFINITY, f64::min);
+        let list = |f: &dyn Fn(Contender) -> f64| {
+            others
+                .iter()
+                .map(|&c| format!("{} {:.2}x", c.name(), f(c)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut claims = Vec::new();
+        let small = self.sweep(h).first().copied();
+        claims.push(match small {
+            Some((ws, ticks)) => Claim::new(
+                "pair_cycles_small_ws",
+                "a malloc/free pair costs about 15 CPU cycles at single-digit-MB working sets",
+                "15 cycles",
+                format!("{ticks:.1} TSC ticks at {} MiB", ws / MIB),
+                near(ticks, 15.0),
+            ),
+            None => Claim::new(
+                "pair_cycles_small_ws",
+                "a malloc/free pair costs about 15 CPU cycles at single-digit-MB working sets",
+                "15 cycles",
+                "-",
+                (
+                    Verdict::NotMeasured,
+                    "the sweep was not run (--sweep-max-mib 0)".into(),
+                ),
+            ),
+        });
+        claims.push(Claim::new(
+            "faster_than_every_general_allocator",
+            "the allocator runs the test at least 1.5x faster than every general-purpose allocator",
+            ">= 1.5x",
+            list(&speedup),
+            holds(
+                min_speedup >= 1.5,
+                "the smallest of the time ratios is at least 1.5",
+            ),
+        ));
+        let mem = self.overhead(h) / self.overhead(Contender::Jemalloc);
+        claims.push(Claim::new(
+            "memory_on_par_with_jemalloc",
+            "memory overhead on par with jemalloc's, the best of the general allocators",
+            "on par",
+            format!(
+                "peak RSS / requested: handoff-alloc {:.3}, jemalloc {:.3} ({mem:.2}x)",
+                self.overhead(h),
+                self.overhead(Contender::Jemalloc)
+            ),
+            holds(
+                mem <= 1.2,
+                "handoff-alloc's overhead is at most 1.2x jemalloc's",
+            ),
+        ));
+        let target = speedup(Contender::Mimalloc).min(speedup(Contender::Jemalloc));
+        claims.push(Claim::new(
+            "project_target_single_thread",
+            "project target: at least 1.3x faster than mimalloc and jemalloc, peak RSS at most 1.2x jemalloc's",
+            "(ours, not the document's)",
+            format!("{}; memory {mem:.2}x jemalloc", list(&speedup)),
+            holds(
+                target >= 1.3 && mem <= 1.2,
+                "both time ratios at least 1.3 and the memory ratio at most 1.2",
+            ),
+        ));
+        let x = self.handoff(h) / self.handoff(Contender::Mimalloc);
+        claims.push(if cfg.handoff_items > 0 {
+            Claim::new(
+                "cross_thread_frees",
+                "project target: one thread allocates, another frees; at least as fast as mimalloc",
+                "(ours, not the document's: its allocator is single-threaded)",
+                format!(
+                    "{:.2} M/s vs mimalloc {:.2} M/s ({x:.2}x)",
+                    self.handoff(h) / 1e6,
+                    self.handoff(Contender::Mimalloc) / 1e6
+                ),
+                holds(x >= 1.0, "handoff-alloc's rate at least mimalloc's"),
+            )
+        } else {
+            Claim::new(
+                "cross_thread_frees",
+                "project target: one thread allocates, another frees; at least as fast as mimalloc",
+                "(ours)",
+                "-",
+                (Verdict::NotMeasured, "--handoff-items 0".into()),
+            )
+        });
+        claims
+    }
+
+    fn json(&self, cfg: &Config) -> Result<Map<String, Value>> {
+        let mut m = Map::new();
+        m.insert(
+            "config".into(),
+            serde_json::to_value(cfg).map_err(|e| Error::Run(e.to_string()))?,
+        );
+        let variants: Vec<Value> = Contender::ALL
+            .iter()
+            .map(|&c| {
+                json!({
+                    "name": c.name(),
+                    "seconds": self.seconds(c),
+                    "ns_per_op": { "pair": self.ns(c) },
+                    "peak_resident_bytes": self.resident_mib(c) * MIB as f64,
+                    "resident_over_requested": self.overhead(c),
+                    "cross_thread_items_per_s": self.handoff(c),
+                    "runs": self.of(c).len(),
+                })
+            })
+            .collect();
+        m.insert("variants".into(), Value::Array(variants));
+        let sweeps: Vec<Value> = Contender::ALL
+            .iter()
+            .map(|&c| {
+                json!({
+                    "name": "working_set",
+                    "variant": c.name(),
+                    "points": self.sweep(c).iter().map(|&(x, t)| json!({"x": x, "ticks_per_pair": t})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        m.insert("sweeps".into(), Value::Array(sweeps));
+        let h = Contender::Handoff;
+        let mut ratios = Map::new();
+        for c in [Contender::System, Contender::Mimalloc, Contender::Jemalloc] {
+            ratios.insert(
+                format!("{}_over_handoff_time", c.name()),
+                json!(self.seconds(c) / self.seconds(h)),
+            );
+            ratios.insert(
+                format!("handoff_over_{}_resident", c.name()),
+                json!(self.overhead(h) / self.overhead(c)),
+            );
+        }
+        m.insert("ratios".into(), Value::Object(ratios));
+        Ok(m)
+    }
+
+    fn charts(&self, cfg: &Config) -> Result<Outputs> {
+        let mut files = Outputs::new();
+        let bars = |f: &dyn Fn(Contender) -> f64| -> Vec<(String, f64)> {
+            Contender::ALL
+                .iter()
+                .map(|&c| (c.name().to_string(), f(c)))
+                .filter(|b| b.1.is_finite())
+                .collect()
+        };
+        let svg = chart::bars(
+            "document 004's test: time (Figure 1)",
+            "seconds",
+            &bars(&|c| self.seconds(c)),
+        )?;
+        files.add(cfg.out.join("alloc-time.svg"), svg.into_bytes());
+        let svg = chart::bars(
+            "peak resident memory / peak requested bytes (Figure 2)",
+            "ratio",
+            &bars(&|c| self.overhead(c)),
+        )?;
+        files.add(cfg.out.join("alloc-memory.svg"), svg.into_bytes());
+        if !cfg.sweep.is_empty() {
+            let series: Vec<Series> = Contender::ALL
+                .iter()
+                .map(|&c| Series {
+                    name: c.name().to_string(),
+                    points: self
+                        .sweep(c)
+                        .iter()
+                        .map(|&(x, t)| (x as f64 / MIB as f64, t))
+                        .collect(),
+                })
+                .collect();
+            let svg = chart::loglog(
+                "TSC ticks per alloc/free pair by working set (Figure 3)",
+                "working set, MiB",
+                "ticks per pair",
+                &series,
+            )?;
+            files.add(cfg.out.join("alloc-working-set.svg"), svg.into_bytes());
+        }
+        Ok(files)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::parse_flags;
+
+    fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
+        let a: AllocArgs = parse_flags(&Alloc, args)?;
+        config(&a, &Topology::two_cores())
+    }
+
+    #[test]
+    fn defaults_are_scaled_and_say_so() {
+        let (c, note) = config_of(&[]).unwrap();
+        assert_eq!(c.working_set, 256 * MIB);
+        assert_eq!(c.sweep.first(), Some(&MIB));
+        assert_eq!(c.sweep.last(), Some(&(1024 * MIB)));
+        assert_eq!(c.pins, vec![0, 1]);
+        assert!(note.unwrap().contains("1.3 GB"));
+        let (c, _) = config_of(&["--full"]).unwrap();
+        assert_eq!(c.working_set, DOC_WORKING_SET);
+        let (c, _) = config_of(&["--sweep-max-mib", "0"]).unwrap();
+        assert!(c.sweep.is_empty());
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_one_line() {
+        for (args, needle) in [
+            (&["--ops", "0"][..], "at least 1"),
+            (&["--working-set-mib", "0"][..], "at least 1"),
+            (&["--threads", "0"][..], "at least 1"),
+            (&["--pin", "4,5"][..], "not available"),
+            (&["--ops", "x"][..], "not a number"),
+        ] {
+            let e = config_of(args).unwrap_err().to_string();
+            assert!(e.contains(needle), "{args:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! The allocator contenders' work, run in a child runner whose process allocator is
+//! the contender (`lab::child`), so the resident memory it reports is that
+//! allocator's. Every loop calls the contender directly as a `GlobalAlloc` value.
+//!
+//! The workload is document 004's real-world-like test: sizes with probability ~ 1/size
+//! (a uniform octave from 8 B to 4 KiB, then a uniform size within it), lifetimes with a
+//! Pareto-like tail (a slot is picked for replacement with probability ~ 1/index, so
+//! most blocks die young and a few live for the whole run), each block written once
+//! (one word per cache line) and read once (the same words, checked) before its free.
+
+use crate::lab::error::{Error, Result};
+use crate::lab::{harness, stop};
+use serde::{Deserialize, Serialize};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// A contender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Contender {
+    /// handoff-alloc.
+    Handoff,
+    /// glibc malloc.
+    System,
+    /// mimalloc (its crate).
+    Mimalloc,
+    /// jemalloc (tikv-jemallocator).
+    Jemalloc,
+}
+
+impl Contender {
+    /// Every contender, in table order.
+    pub const ALL: [Contender; 4] = [
+        Contender::Handoff,
+        Contender::System,
+        Contender::Mimalloc,
+        Contender::Jemalloc,
+    ];
+
+    /// Its name in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Contender::Handoff => "handoff-alloc",
+            Contender::System => "system",
+            Contender::Mimalloc => "mimalloc",
+            Contender::Jemalloc => "jemalloc",
+        }
+    }
+
+    /// The `HANDOFF_ALLOCATOR` value of its child process.
+    fn env(self) -> &'static str {
+        match self {
+            Contender::Handoff => "handoff",
+            Contender::System => "system",
+            Contender::Mimalloc => "mimalloc",
+            Contender::Jemalloc => "jemalloc",
+        }
+    }
+}
+
+/// What a child is asked to do.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Spec {
+    /// Whose allocator.
+    pub contender: Contender,
+    /// Requested bytes the main test keeps live (split among the threads).
+    pub working_set: usize,
+    /// Replacements of the main test (split among the threads).
+    pub ops: usize,
+    /// Threads of the main test.
+    pub threads: usize,
+    /// Cores, cycled.
+    pub pins: Vec<usize>,
+    /// Working sets of the sweep (empty: no sweep).
+    pub sweep: Vec<usize>,
+    /// Replacements per sweep point.
+    pub sweep_ops: usize,
+    /// Blocks of the producer/consumer run (0: none).
+    pub handoff_items: usize,
+    /// TSC ticks per second.
+    pub freq: f64,
+}
+
+/// What a child measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds of the main test, filling included.
+    pub seconds: f64,
+    /// ns per replacement (free + alloc) of the main test's steady part, per thread.
+    pub ns_per_pair: f64,
+    /// The largest requested bytes live at once.
+    pub peak_requested: usize,
+    /// Peak resident memory of the main test, less the child's resident memory before it.
+    pub peak_resident: usize,
+    /// (working set bytes, TSC ticks per pair) of the sweep.
+    pub sweep: Vec<(usize, f64)>,
+    /// Blocks per second of the producer/consumer run.
+    pub handoff_per_s: Option<f64>,
+}
+
+/// The task name of the child runner.
+pub const CHILD_TASK: &str = "alloc";
+
+/// Runs `spec` in a child runner with the contender's allocator.
+pub fn measure(spec: &Spec) -> Result<Sample> {
+    let who = spec.contender.name();
+    let input = serde_json::to_vec(spec).map_err(|e| Error::Run(e.to_string()))?;
+    let out = crate::lab::child::run(who, CHILD_TASK, spec.contender.env(), &input)?;
+    serde_json::from_slice(&out).map_err(|e| Error::Run(format!("{who}: the child's sample: {e}")))
+}
+
+/// The child's side.
+pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    let spec: Spec = serde_json::from_slice(input).map_err(|e| format!("bad spec: {e}"))?;
+    let sample = match spec.contender {
+        Contender::Handoff => run(&handoff_alloc::HandoffAlloc, &spec),
+        Contender::System => run(&System, &spec),
+        Contender::Mimalloc => run(&mimalloc::MiMalloc, &spec),
+        Contender::Jemalloc => run(&tikv_jemallocator::Jemalloc, &spec),
+    }
+    .map_err(|e| e.to_string())?;
+    serde_json::to_vec(&sample).map_err(|e| e.to_string())
+}
+
+/// wyrand: a fast 64-bit generator, the same stream for every contender.
+struct Rng(u64);
+
+impl Rng {
+    #[inline(always)]
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0xa076_1d64_78bd_642f);
+        let t = u128::from(self.0) * u128::from(self.0 ^ 0xe703_7ed1_a0b4_28db);
+        (t >> 64) as u64 ^ t as u64
+    }
+}
+
+/// Smallest and largest octave of the sizes: 8 B .. 4 KiB.
+const MIN_OCTAVE: u32 = 3;
+const OCTAVES: u64 = 9;
+
+/// A size with probability ~ 1/size.
+#[inline(always)]
+fn size(r: u64) -> usize {
+    let o = MIN_OCTAVE + (r % OCTAVES) as u32;
+    let base = 1usize << o;
+    base + ((r >> 8) as usize & (base - 1))
+}
+
+/// A slot in `0..2^levels` picked with probability ~ 1/index: a uniform level, then
+/// a uniform slot below 2^level.
+#[inline(always)]
+fn slot(r: u64, levels: u32) -> usize {
+    let l = (r % u64::from(levels + 1)) as u32;
+    ((r >> 8) & ((1u64 << l) - 1)) as usize
+}
+
+/// A live block and what was written into it.
+#[derive(Clone, Copy)]
+struct Live {
+    p: *mut u8,
+    size: usize,
+    tag: u64,
+}
+
+/// Writes `tag` into the first word of every cache line of the block.
+#[inline(always)]
+fn write_once(b: &Live) {
+    let mut off = 0;
+    while off + 8 <= b.size {
+        // SAFETY: the block is live, `size` bytes long and 8-aligned; `off + 8 <= size`.
+        unsafe { b.p.add(off).cast::<u64>().write(b.tag ^ off as u64) };
+        off += 64;
+    }
+}
+
+/// Reads those words back; false if any changed.
+#[inline(always)]
+fn read_once(b: &Live) -> bool {
+    let mut off = 0;
+    let mut ok = true;
+    while off + 8 <= b.size {
+        // SAFETY: as in `write_once`.
+        ok &= unsafe { b.p.add(off).cast::<u64>().read() } == b.tag ^ off as u64;
+        off += 64;
+    }
+    ok
+}
+
+fn layout(size: usize) -> Layout {
+    Layout::from_size_align(size, 8).expect("sizes are small")
+}
+
+/// The test on one thread: fill `working_set` requested bytes, then `ops`
+/// replacements. Returns (steady-part seconds, peak requested bytes).
+fn one_thread<A: GlobalAlloc>(
+    a: &A,
+    working_set: usize,
+    ops: usize,
+    seed: u64,
+) -> Result<(f64, usize)> {
+    let mut rng = Rng(seed);
+    let mut live: Vec<Live> = Vec::new();
+    let mut requested = 0usize;
+    let mut tag = 0u64;
+    let make = |size: usize, tag: u64| -> Result<Live> {
+        // SAFETY: a valid, non-zero layout.
+        let p = unsafe { a.alloc(layout(size)) };
+        if p.is_null() {
+            return Err(Error::Run("out of memory".into()));
+        }
+        let b = Live { p, size, tag };
+        write_once(&b);
+        Ok(b)
+    };
+    while requested < working_set {
+        let s = size(rng.next());
+        tag += 1;
+        live.push(make(s, tag)?);
+        requested += s;
+    }
+    let mut peak = requested;
+    let levels = usize::BITS - 1 - live.len().leading_zeros();
+    let start = Instant::now();
+    let mut bad = 0usize;
+    for _ in 0..ops {
+        let i = slot(rng.next(), levels);
+        let s = size(rng.next());
+        let old = live[i];
+        bad += usize::from(!read_once(&old));
+        // SAFETY: allocated by `make` with this layout and not freed since.
+        unsafe { a.dealloc(old.p, layout(old.size)) };
+        tag += 1;
+        live[i] = make(s, tag)?;
+        requested = requested - old.size + s;
+        peak = peak.max(requested);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    for b in live.drain(..) {
+        bad += usize::from(!read_once(&b));
+        // SAFETY: as above.
+        unsafe { a.dealloc(b.p, layout(b.size)) };
+    }
+    if bad > 0 {
+        return Err(Error::Run(format!(
+            "{bad} blocks were overwritten while live"
+        )));
+    }
+    Ok((secs, peak))
+}
+
+/// Peak and current resident memory of this process, in bytes (`VmHWM`, `VmRSS`).
+fn resident() -> (usize, usize) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<usize>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// One main-test thread's (steady seconds, peak requested bytes), once it is done.
+type Slot = Mutex<Option<Result<(f64, usize)>>>;
+
+fn run<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<Sample> {
+    let stop = stop::flag();
+    let (_, before) = resident();
+    let t = spec.threads.max(1);
+    let results: Vec<Slot> = (0..t).map(|_| Mutex::new(None)).collect();
+    let start = Instant::now();
+    harness::together(spec.freq, stop, &spec.pins, t, |k| {
+        let r = one_thread(a, spec.working_set / t, spec.ops / t, 0x5eed + k as u64);
+        *results[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    })?;
+    let seconds = start.elapsed().as_secs_f64();
+    let (hwm, _) = resident();
+    let mut steady = 0.0;
+    let mut peak_requested = 0;
+    for r in results {
+        let (s, p) = r
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .ok_or_else(|| Error::Run("a test thread returned nothing".into()))??;
+        steady += s;
+        peak_requested += p;
+    }
+    let ns_per_pair = steady * 1e9 / t as f64 / (spec.ops / t).max(1) as f64;
+    let mut sweep = Vec::new();
+    for &ws in &spec.sweep {
+        let (s, _) = harness::on_core(spec.freq, stop, spec.pins[0], || {
+            one_thread(a, ws, spec.sweep_ops, 0x5eed)
+        })??;
+        sweep.push((ws, s * spec.freq / spec.sweep_ops.max(1) as f64));
+    }
+    let handoff_per_s = if spec.handoff_items > 0 {
+        Some(cross(a, spec)?)
+    } else {
+        None
+    };
+    Ok(Sample {
+        seconds,
+        ns_per_pair,
+        peak_requested,
+        peak_resident: hwm.saturating_sub(before),
+        sweep,
+        handoff_per_s,
+    })
+}
+
+/// One thread allocates blocks of the test's sizes and writes them; another, through a
+/// `handoff_spsc` ring, reads and frees them. Blocks per second.
+fn cross<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<f64> {
+    let n = spec.handoff_items;
+    let (tx, rx) = handoff_spsc::channel::<(usize, usize, u64)>(1024);
+    let tx = Mutex::new(Some(tx));
+    let rx = Mutex::new(Some(rx));
+    let bad = std::sync::atomic::AtomicUsize::new(0);
+    let pins = [spec.pins[0], *spec.pins.get(1).unwrap_or(&spec.pins[0])];
+    let ticks = harness::together(spec.freq, stop::flag(), &pins, 2, |k| {
+        if k == 0 {
+            let mut tx = tx
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .expect("once");
+            let mut rng = Rng(0xc0ffee);
+            for tag in 0..n as u64 {
+                let s = size(rng.next());
+                // SAFETY: a valid, non-zero layout.
+                let p = unsafe { a.alloc(layout(s)) };
+                assert!(!p.is_null(), "out of memory");
+                write_once(&Live { p, size: s, tag });
+                let mut item = (p as usize, s, tag);
+                while let Err(full) = tx.try_push(item) {
+                    item = full.into_inner();
+                    std::hint::spin_loop();
+                }
+            }
+        } else {
+            let mut rx = rx
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .expect("once");
+            for _ in 0..n {
+                let (p, s, tag) = loop {
+                    if let Some(x) = rx.try_pop() {
+                        break x;
+                    }
+                    std::hint::spin_loop();
+                };
+                let b = Live {
+                    p: p as *mut u8,
+                    size: s,
+                    tag,
+                };
+                if !read_once(&b) {
+                    bad.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                // SAFETY: allocated by the producer with this layout; only this thread has it.
+                unsafe { a.dealloc(b.p, layout(s)) };
+            }
+        }
+    })?;
+    if bad.into_inner() > 0 {
+        return Err(Error::Run("a handed-off block was overwritten".into()));
+    }
+    Ok(n as f64 * spec.freq / ticks.max(1) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_fall_in_every_octave_with_equal_odds() {
+        let mut rng = Rng(1);
+        let mut per_octave = [0usize; 16];
+        for _ in 0..90_000 {
+            let s = size(rng.next());
+            assert!((8..4096).contains(&s), "{s}");
+            per_octave[(usize::BITS - 1 - s.leading_zeros()) as usize] += 1;
+        }
+        for &n in &per_octave[3..12] {
+            assert!((9_000..11_000).contains(&n), "{per_octave:?}");
+        }
+    }
+
+    #[test]
+    fn low_slots_are_replaced_far_more_often() {
+        let mut rng = Rng(2);
+        let mut hits = vec![0usize; 1024];
+        for _ in 0..200_000 {
+            hits[slot(rng.next(), 10)] += 1;
+        }
+        assert!(
+            hits[0] > 20 * hits[1000].max(1),
+            "{} vs {}",
+            hits[0],
+            hits[1000]
+        );
+        assert!(
+            hits[512..].iter().sum::<usize>() > 0,
+            "the old half is never replaced"
+        );
+    }
+
+    #[test]
+    fn the_test_checks_every_block_and_frees_everything() {
+        let (secs, peak) = one_thread(&System, 1 << 20, 10_000, 3).unwrap();
+        assert!(secs > 0.0);
+        assert!(peak >= 1 << 20);
+        let (_, peak2) = one_thread(&handoff_alloc::HandoffAlloc, 1 << 20, 10_000, 3).unwrap();
+        assert_eq!(peak, peak2, "the same stream for every allocator");
+    }
+}

@@ -1,0 +1,37 @@
+//! With the facade's `global-alloc` feature, handoff-alloc is this binary's global
+//! allocator: `.ci/run` runs the facade's tests and benches once more that way.
+#![cfg(feature = "global-alloc")]
+
+#[test]
+fn handoff_alloc_serves_this_binary() {
+    let before = handoff::alloc::stats();
+    let v: Vec<Box<u64>> = (0..10_000).map(Box::new).collect();
+    assert!(
+        handoff::alloc::thread_heap().is_some(),
+        "this thread allocated, so it owns a handoff-alloc heap"
+    );
+    let during = handoff::alloc::stats();
+    assert!(
+        during.small_blocks_live >= before.small_blocks_live + 10_000,
+        "{before:?} -> {during:?}"
+    );
+    assert_eq!(v.iter().map(|b| **b).sum::<u64>(), 49_995_000);
+    // The ring and the pools run on it too.
+    let (mut tx, mut rx) = handoff::spsc::channel::<String>(4);
+    let t = std::thread::spawn(move || {
+        for i in 0..1000 {
+            let mut s = i.to_string();
+            while let Err(full) = tx.try_push(s) {
+                s = full.into_inner();
+            }
+        }
+    });
+    let mut got = 0;
+    while got < 1000 {
+        if let Some(s) = rx.try_pop() {
+            assert_eq!(s, got.to_string());
+            got += 1;
+        }
+    }
+    t.join().unwrap();
+}
