@@ -52,20 +52,21 @@ pub const CLASS_SIZES: [usize; NUM_CLASSES] = make_sizes();
 
 /// The class of a request of `size` bytes (`size <= MAX_SMALL`), computed without a
 /// branch. Size 0 is served as size 1.
+///
+/// Above 16 bytes the class is twice the position of the top bit of `size - 1` plus the
+/// bit below it, less 6. Sizes up to 16 are folded into that formula: `size - 1` is
+/// raised to at least 8 (top bit 3), and the bit below the top is set for 9..=16 (class
+/// 1, 16 bytes) and left clear for 0..=8 (class 0, 8 bytes). Setting bit 2 does not
+/// change the answer above 16, where the bit below the top is bit 3 or higher. Both
+/// adjustments are `min` / `max`, which compile to conditional moves.
 #[inline(always)]
 pub const fn class_of(size: usize) -> usize {
-    // 0 for sizes 0..=8, 1 for 9..=16.
-    let tiny = size.saturating_sub(1) >> 3;
-    // Above 16: twice the top bit's position of (size - 1), plus the bit below it.
-    let v = if size > 17 { size - 1 } else { 16 };
+    let v = size.saturating_sub(1);
+    let low = v & !7;
+    let v = (if v > 8 { v } else { 8 }) | (if low < 4 { low } else { 4 });
     let b = (usize::BITS - 1 - v.leading_zeros()) as usize;
     let half = (v >> (b - 1)) & 1;
-    let wide = 2 * b + half - 6;
-    if size <= 16 {
-        tiny
-    } else {
-        wide
-    }
+    2 * b + half - 6
 }
 
 /// Block size of class `c`.

@@ -52,6 +52,14 @@ pub(crate) fn commit(at: *mut u8, len: usize) -> bool {
     unsafe { libc::mprotect(at.cast(), len, libc::PROT_READ | libc::PROT_WRITE) == 0 }
 }
 
+/// Backs `[at, at + len)`, committed, with memory now, in one call, instead of one
+/// page fault per page on first touch. Only a hint: on a kernel without
+/// `MADV_POPULATE_WRITE` (before Linux 5.14) the pages fault in as they are touched.
+pub(crate) fn populate(at: *mut u8, len: usize) {
+    // SAFETY: a committed, writable range of the arena; populating changes no contents.
+    unsafe { libc::madvise(at.cast(), len, libc::MADV_POPULATE_WRITE) };
+}
+
 /// Maps `len` fresh zeroed bytes, readable and writable. Null when the system refuses.
 pub(crate) fn map(len: usize) -> *mut u8 {
     // SAFETY: as in `reserve`.

@@ -145,22 +145,40 @@ fn a_thread_that_exits_with_live_blocks_leaves_them_collectable() {
     assert!(before.blocks_live >= n as u64, "{before:?}");
     give.send(blocks).unwrap();
     assert_ne!(freer.join().unwrap(), Some(heap));
-    // New threads claim heaps and hold them until one has the exited thread's heap;
-    // that one reclaims the blocks when its free lists run dry.
+    // The next owner of the exited thread's heap reclaims the blocks when its free
+    // lists run dry.
+    on_heap(heap, move || {
+        let v: Vec<Vec<u64>> = (0..4 * n).map(|i| vec![i as u64; 1 + i % 8]).collect();
+        assert!(v.iter().enumerate().all(|(i, b)| b[0] == i as u64));
+    });
+    let after = handoff_alloc::heap_stats(heap).unwrap();
+    assert!(
+        after.remote_frees_reclaimed >= before.remote_frees_reclaimed + n as u64,
+        "the exited heap's blocks were not reclaimed by its next owner: {before:?} -> {after:?}"
+    );
+    assert!(after.owners > before.owners);
+}
+
+/// A job for a thread that owns a given heap.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs `f` on a new thread that owns heap `heap`: new threads claim heaps and hold
+/// them until one has it (a thread claims the lowest free heap), then that one runs `f`
+/// and the others exit.
+fn on_heap(heap: usize, f: impl FnOnce() + Send + 'static) {
     let (report, reports) = mpsc::channel();
     let mut holders = Vec::new();
     let mut found = None;
     for _ in 0..127 {
-        let (go, wait) = mpsc::channel::<bool>();
+        let (go, wait) = mpsc::channel::<Option<Job>>();
         let report = report.clone();
         holders.push((
             go,
             thread::spawn(move || {
                 drop(Box::new(0u8));
                 report.send(handoff_alloc::thread_heap()).unwrap();
-                if wait.recv().unwrap() {
-                    let v: Vec<Vec<u64>> = (0..4 * n).map(|i| vec![i as u64; 1 + i % 8]).collect();
-                    assert!(v.iter().enumerate().all(|(i, b)| b[0] == i as u64));
+                if let Some(job) = wait.recv().unwrap() {
+                    job();
                 }
             }),
         ));
@@ -169,17 +187,68 @@ fn a_thread_that_exits_with_live_blocks_leaves_them_collectable() {
             break;
         }
     }
-    let found = found.expect("no new thread got the exited thread's heap");
+    let found = found.expect("no new thread got the heap");
+    let mut job: Option<Job> = Some(Box::new(f));
     for (i, (go, h)) in holders.into_iter().enumerate() {
-        go.send(i == found).unwrap();
+        go.send(if i == found { job.take() } else { None }).unwrap();
         h.join().unwrap();
     }
+}
+
+#[test]
+fn a_class_left_all_free_at_thread_exit_starts_over_in_address_order() {
+    // 16 KiB + 1 to 24 KiB: a class no other test here uses.
+    const SIZE: usize = 20_000;
+    const BLOCK: usize = 24 * 1024;
+    let layout = Layout::from_size_align(SIZE, 8).unwrap();
+    let alloc_all = move |n: usize| -> Vec<usize> {
+        (0..n)
+            .map(|i| {
+                // SAFETY: a valid non-zero layout.
+                let p = unsafe { GLOBAL.alloc(layout) };
+                assert!(!p.is_null());
+                // SAFETY: a fresh block of SIZE bytes.
+                unsafe { p.write_bytes(i as u8, SIZE) };
+                p as usize
+            })
+            .collect()
+    };
+    let free_all = move |blocks: &[usize]| {
+        for &p in blocks {
+            // SAFETY: allocated by `alloc_all` with this layout, freed once.
+            unsafe { GLOBAL.dealloc(p as *mut u8, layout) };
+        }
+    };
+    let (heap, lowest) = thread::spawn(move || {
+        let blocks = alloc_all(300);
+        let heap = handoff_alloc::thread_heap().unwrap();
+        let carved = handoff_alloc::heap_stats(heap).unwrap().blocks_carved;
+        assert!(carved >= 300, "{carved}");
+        // Freed in a scrambled order, which is the order the free list keeps.
+        let mut order = blocks.clone();
+        order.sort_by_key(|&p| p.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        free_all(&order);
+        (heap, *blocks.iter().min().unwrap())
+    })
+    .join()
+    .unwrap();
     let after = handoff_alloc::heap_stats(heap).unwrap();
     assert!(
-        after.remote_frees_reclaimed >= before.remote_frees_reclaimed + n as u64,
-        "the exited heap's blocks were not reclaimed by its next owner: {before:?} -> {after:?}"
+        after.blocks_carved < 300,
+        "the exited thread's free blocks were not forgotten: {after:?}"
     );
-    assert!(after.owners > before.owners);
+    on_heap(heap, move || {
+        let blocks = alloc_all(300);
+        assert_eq!(
+            blocks[0], lowest,
+            "the class starts over at the same memory"
+        );
+        assert!(
+            blocks.windows(2).all(|w| w[1] == w[0] + BLOCK),
+            "not in address order"
+        );
+        free_all(&blocks);
+    });
 }
 
 #[test]

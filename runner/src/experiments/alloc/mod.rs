@@ -48,8 +48,8 @@ pub struct AllocArgs {
     /// Threads of the main test; the working set and the replacements are split among them
     #[arg(long, default_value = "1", allow_hyphen_values = true)]
     pub threads: String,
-    /// Repeats of the main test per contender (medians reported)
-    #[arg(long, default_value = "3", allow_hyphen_values = true)]
+    /// Repeats of the main test per contender, alternating them (medians reported)
+    #[arg(long, default_value = "5", allow_hyphen_values = true)]
     pub repeats: String,
     /// Largest working set of the sweep in MiB (from 1 MiB, times 4 each step; 0: no sweep)
     #[arg(long, default_value = "1024", allow_hyphen_values = true)]
@@ -276,8 +276,24 @@ impl Outcome {
                 .map(|s| s.peak_resident as f64 / MIB as f64),
         )
     }
+    /// ns per pair beyond the test's own cost (the no-allocator baseline's): the
+    /// allocator's share, as the document's test reports it.
+    fn net(&self, c: Contender) -> f64 {
+        self.ns(c) - self.ns(Contender::Void)
+    }
     fn sweep(&self, c: Contender) -> &[(usize, f64)] {
         self.of(c).first().map_or(&[], |s| s.sweep.as_slice())
+    }
+    /// The sweep less the baseline's ticks at the same working set.
+    fn net_sweep(&self, c: Contender) -> Vec<(usize, f64)> {
+        let base = self.sweep(Contender::Void);
+        self.sweep(c)
+            .iter()
+            .map(|&(ws, t)| {
+                let b = base.iter().find(|p| p.0 == ws).map_or(f64::NAN, |p| p.1);
+                (ws, t - b)
+            })
+            .collect()
     }
     fn handoff(&self, c: Contender) -> f64 {
         self.of(c)
@@ -298,42 +314,74 @@ impl Outcome {
         );
         let _ = writeln!(
             s,
-            "  {:<14} {:>10} {:>12} {:>14} {:>16} {:>18}",
+            "  {:<14} {:>8} {:>12} {:>10} {:>13} {:>16} {:>17}",
             "allocator",
             "time s",
             "ns per pair",
+            "less test",
             "peak RSS MiB",
             "RSS / requested",
             "cross-thread M/s"
         );
+        let opt = |v: f64, prec: usize| {
+            if v.is_finite() {
+                format!("{v:.prec$}")
+            } else {
+                "-".to_string()
+            }
+        };
         for c in Contender::ALL {
+            let real = c != Contender::Void;
             let _ = writeln!(
                 s,
-                "  {:<14} {:>10.2} {:>12.1} {:>14.1} {:>16.3} {:>18.2}",
+                "  {:<14} {:>8.2} {:>12.1} {:>10} {:>13} {:>16} {:>17}",
                 c.name(),
                 self.seconds(c),
                 self.ns(c),
-                self.resident_mib(c),
-                self.overhead(c),
-                self.handoff(c) / 1e6
+                if real {
+                    opt(self.net(c), 1)
+                } else {
+                    "-".into()
+                },
+                if real {
+                    opt(self.resident_mib(c), 1)
+                } else {
+                    "-".into()
+                },
+                if real {
+                    opt(self.overhead(c), 3)
+                } else {
+                    "-".into()
+                },
+                opt(self.handoff(c) / 1e6, 2)
             );
         }
+        let _ = writeln!(
+            s,
+            "  (no allocator: the test's own cost, every block one buffer that stays in cache; \
+             less test: ns per pair beyond it, the allocator's share)"
+        );
         if !cfg.sweep.is_empty() {
             let _ = writeln!(
                 s,
-                "\nTSC ticks per pair as the working set grows ({} replacements each)",
+                "\nTSC ticks per pair as the working set grows ({} replacements each; in brackets, less the test's own)",
                 cfg.sweep_ops
             );
-            let _ = write!(s, "  {:<10}", "MiB");
+            let _ = write!(s, "  {:<8}", "MiB");
             for c in Contender::ALL {
-                let _ = write!(s, " {:>14}", c.name());
+                let _ = write!(s, " {:>20}", c.name());
             }
             let _ = writeln!(s);
             for (k, ws) in cfg.sweep.iter().enumerate() {
-                let _ = write!(s, "  {:<10}", ws / MIB);
+                let _ = write!(s, "  {:<8}", ws / MIB);
                 for c in Contender::ALL {
                     let v = self.sweep(c).get(k).map_or(f64::NAN, |p| p.1);
-                    let _ = write!(s, " {v:>14.1}");
+                    if c == Contender::Void {
+                        let _ = write!(s, " {v:>20.1}");
+                    } else {
+                        let n = self.net_sweep(c).get(k).map_or(f64::NAN, |p| p.1);
+                        let _ = write!(s, " {:>20}", format!("{v:.1} ({n:.1})"));
+                    }
                 }
                 let _ = writeln!(s);
             }
@@ -344,10 +392,14 @@ impl Outcome {
     fn claims(&self, cfg: &Config) -> Vec<Claim> {
         let h = Contender::Handoff;
         let others = [Contender::System, Contender::Mimalloc, Contender::Jemalloc];
+        // Time to finish the test, the test's own work included.
         let speedup = |c: Contender| self.seconds(c) / self.seconds(h);
-        let min_speedup = others
+        // The allocator's share of a pair, the test's own cost taken off (the
+        // document's test measures that cost with a void allocator and subtracts it).
+        let net_speedup = |c: Contender| self.net(c) / self.net(h);
+        let min_net = others
             .iter()
-            .map(|&c| speedup(c))
+            .map(|&c| net_speedup(c))
             .fold(f64::INFINITY, f64::min);
         let list = |f: &dyn Fn(Contender) -> f64| {
             others
@@ -357,13 +409,17 @@ impl Outcome {
                 .join(", ")
         };
         let mut claims = Vec::new();
-        let small = self.sweep(h).first().copied();
+        let small = self.net_sweep(h).first().copied();
+        let gross = self.sweep(h).first().map_or(f64::NAN, |p| p.1);
         claims.push(match small {
             Some((ws, ticks)) => Claim::new(
                 "pair_cycles_small_ws",
                 "a malloc/free pair costs about 15 CPU cycles at single-digit-MB working sets",
                 "15 cycles",
-                format!("{ticks:.1} TSC ticks at {} MiB", ws / MIB),
+                format!(
+                    "{ticks:.1} TSC ticks at {} MiB beyond the test's own ({gross:.1} in all)",
+                    ws / MIB
+                ),
                 near(ticks, 15.0),
             ),
             None => Claim::new(
@@ -381,10 +437,14 @@ impl Outcome {
             "faster_than_every_general_allocator",
             "the allocator runs the test at least 1.5x faster than every general-purpose allocator",
             ">= 1.5x",
-            list(&speedup),
+            format!(
+                "less the test's own cost: {}; in all: {}",
+                list(&net_speedup),
+                list(&speedup)
+            ),
             holds(
-                min_speedup >= 1.5,
-                "the smallest of the time ratios is at least 1.5",
+                min_net >= 1.5,
+                "the smallest ratio of time beyond the test's own cost (the document's convention) is at least 1.5",
             ),
         ));
         let mem = self.overhead(h) / self.overhead(Contender::Jemalloc);
@@ -407,10 +467,13 @@ impl Outcome {
             "project_target_single_thread",
             "project target: at least 1.3x faster than mimalloc and jemalloc, peak RSS at most 1.2x jemalloc's",
             "(ours, not the document's)",
-            format!("{}; memory {mem:.2}x jemalloc", list(&speedup)),
+            format!(
+                "time to finish: {}; memory {mem:.2}x jemalloc",
+                list(&speedup)
+            ),
             holds(
                 target >= 1.3 && mem <= 1.2,
-                "both time ratios at least 1.3 and the memory ratio at most 1.2",
+                "both ratios of the time to finish the test, its own work included, at least 1.3, and the memory ratio at most 1.2",
             ),
         ));
         let x = self.handoff(h) / self.handoff(Contender::Mimalloc);
@@ -450,7 +513,7 @@ impl Outcome {
                 json!({
                     "name": c.name(),
                     "seconds": self.seconds(c),
-                    "ns_per_op": { "pair": self.ns(c) },
+                    "ns_per_op": { "pair": self.ns(c), "pair_less_test": self.net(c) },
                     "peak_resident_bytes": self.resident_mib(c) * MIB as f64,
                     "resident_over_requested": self.overhead(c),
                     "cross_thread_items_per_s": self.handoff(c),
@@ -465,7 +528,7 @@ impl Outcome {
                 json!({
                     "name": "working_set",
                     "variant": c.name(),
-                    "points": self.sweep(c).iter().map(|&(x, t)| json!({"x": x, "ticks_per_pair": t})).collect::<Vec<_>>(),
+                    "points": self.sweep(c).iter().zip(self.net_sweep(c)).map(|(&(x, t), (_, n))| json!({"x": x, "ticks_per_pair": t, "ticks_per_pair_less_test": n})).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -476,6 +539,10 @@ impl Outcome {
             ratios.insert(
                 format!("{}_over_handoff_time", c.name()),
                 json!(self.seconds(c) / self.seconds(h)),
+            );
+            ratios.insert(
+                format!("{}_over_handoff_pair_less_test", c.name()),
+                json!(self.net(c) / self.net(h)),
             );
             ratios.insert(
                 format!("handoff_over_{}_resident", c.name()),
@@ -504,23 +571,30 @@ impl Outcome {
         let svg = chart::bars(
             "peak resident memory / peak requested bytes (Figure 2)",
             "ratio",
-            &bars(&|c| self.overhead(c)),
+            &bars(&|c| {
+                if c == Contender::Void {
+                    f64::NAN
+                } else {
+                    self.overhead(c)
+                }
+            }),
         )?;
         files.add(cfg.out.join("alloc-memory.svg"), svg.into_bytes());
         if !cfg.sweep.is_empty() {
-            let series: Vec<Series> = Contender::ALL
+            let series: Vec<Series> = Contender::ALLOCATORS
                 .iter()
                 .map(|&c| Series {
                     name: c.name().to_string(),
                     points: self
-                        .sweep(c)
+                        .net_sweep(c)
                         .iter()
+                        .filter(|p| p.1 > 0.0)
                         .map(|&(x, t)| (x as f64 / MIB as f64, t))
                         .collect(),
                 })
                 .collect();
             let svg = chart::loglog(
-                "TSC ticks per alloc/free pair by working set (Figure 3)",
+                "TSC ticks per alloc/free pair beyond the test's own, by working set (Figure 3)",
                 "working set, MiB",
                 "ticks per pair",
                 &series,

@@ -6,7 +6,9 @@
 //! (a uniform octave from 8 B to 4 KiB, then a uniform size within it), lifetimes with a
 //! Pareto-like tail (a slot is picked for replacement with probability ~ 1/index, so
 //! most blocks die young and a few live for the whole run), each block written once
-//! (one word per cache line) and read once (the same words, checked) before its free.
+//! (one word, in its middle, as the test the document cites does) and read once (that
+//! word, checked) before its free. The same loop with no allocator behind it (`Void`,
+//! the cited test's "void allocator") measures the test's own cost.
 
 use crate::lab::error::{Error, Result};
 use crate::lab::{harness, stop};
@@ -26,11 +28,22 @@ pub enum Contender {
     Mimalloc,
     /// jemalloc (tikv-jemallocator).
     Jemalloc,
+    /// No allocator: the test's own cost (see `Void`).
+    Void,
 }
 
 impl Contender {
-    /// Every contender, in table order.
-    pub const ALL: [Contender; 4] = [
+    /// Every contender, in table order: the allocators, then the baseline.
+    pub const ALL: [Contender; 5] = [
+        Contender::Handoff,
+        Contender::System,
+        Contender::Mimalloc,
+        Contender::Jemalloc,
+        Contender::Void,
+    ];
+
+    /// The allocators.
+    pub const ALLOCATORS: [Contender; 4] = [
         Contender::Handoff,
         Contender::System,
         Contender::Mimalloc,
@@ -44,6 +57,7 @@ impl Contender {
             Contender::System => "system",
             Contender::Mimalloc => "mimalloc",
             Contender::Jemalloc => "jemalloc",
+            Contender::Void => "no allocator",
         }
     }
 
@@ -54,6 +68,7 @@ impl Contender {
             Contender::System => "system",
             Contender::Mimalloc => "mimalloc",
             Contender::Jemalloc => "jemalloc",
+            Contender::Void => "system",
         }
     }
 }
@@ -113,13 +128,23 @@ pub fn measure(spec: &Spec) -> Result<Sample> {
 pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
     let spec: Spec = serde_json::from_slice(input).map_err(|e| format!("bad spec: {e}"))?;
     let sample = match spec.contender {
-        Contender::Handoff => run(&handoff_alloc::HandoffAlloc, &spec),
-        Contender::System => run(&System, &spec),
-        Contender::Mimalloc => run(&mimalloc::MiMalloc, &spec),
-        Contender::Jemalloc => run(&tikv_jemallocator::Jemalloc, &spec),
+        Contender::Handoff => real(&handoff_alloc::HandoffAlloc, &spec),
+        Contender::System => real(&System, &spec),
+        Contender::Mimalloc => real(&mimalloc::MiMalloc, &spec),
+        Contender::Jemalloc => real(&tikv_jemallocator::Jemalloc, &spec),
+        Contender::Void => run(Void::new, &spec),
     }
     .map_err(|e| e.to_string())?;
     serde_json::to_vec(&sample).map_err(|e| e.to_string())
+}
+
+/// A contender's test, sweep and producer/consumer run.
+fn real<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<Sample> {
+    let mut sample = run(|| Real(a), spec)?;
+    if spec.handoff_items > 0 {
+        sample.handoff_per_s = Some(cross(a, spec)?);
+    }
+    Ok(sample)
 }
 
 /// wyrand: a fast 64-bit generator, the same stream for every contender.
@@ -137,6 +162,8 @@ impl Rng {
 /// Smallest and largest octave of the sizes: 8 B .. 4 KiB.
 const MIN_OCTAVE: u32 = 3;
 const OCTAVES: u64 = 9;
+/// Sizes are below this.
+const MAX_SIZE: usize = 1 << (MIN_OCTAVE + OCTAVES as u32);
 
 /// A size with probability ~ 1/size.
 #[inline(always)]
@@ -147,53 +174,138 @@ fn size(r: u64) -> usize {
 }
 
 /// A slot in `0..2^levels` picked with probability ~ 1/index: a uniform level, then
-/// a uniform slot below 2^level.
+/// a uniform slot below 2^level. The level comes from the low 32 bits scaled by
+/// multiplication (no division), the slot from the high bits.
 #[inline(always)]
 fn slot(r: u64, levels: u32) -> usize {
-    let l = (r % u64::from(levels + 1)) as u32;
-    ((r >> 8) & ((1u64 << l) - 1)) as usize
+    let l = ((r & 0xffff_ffff) * u64::from(levels + 1)) >> 32;
+    ((r >> 32) & ((1u64 << l) - 1)) as usize
 }
 
-/// A live block and what was written into it.
+/// A live block and what was written into it: 16 bytes, as the document's test keeps
+/// them, so the test's own table adds little cache traffic of its own.
 #[derive(Clone, Copy)]
 struct Live {
     p: *mut u8,
-    size: usize,
-    tag: u64,
+    size: u32,
+    tag: u32,
 }
 
-/// Writes `tag` into the first word of every cache line of the block.
+impl Live {
+    fn new(p: *mut u8, size: usize, tag: u64) -> Live {
+        Live {
+            p,
+            size: size as u32,
+            tag: tag as u32,
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.size as usize
+    }
+
+    /// Where the block is written and read: the word in its middle.
+    #[inline(always)]
+    fn word(&self) -> *mut u64 {
+        let off = (self.size() / 2) & !7;
+        self.p.wrapping_add(off).cast()
+    }
+
+    /// The word written: the tag and the size.
+    #[inline(always)]
+    fn stamp(&self) -> u64 {
+        u64::from(self.tag) << 32 | u64::from(self.size)
+    }
+}
+
+/// Writes the block once: its stamp into the word in its middle.
 #[inline(always)]
 fn write_once(b: &Live) {
-    let mut off = 0;
-    while off + 8 <= b.size {
-        // SAFETY: the block is live, `size` bytes long and 8-aligned; `off + 8 <= size`.
-        unsafe { b.p.add(off).cast::<u64>().write(b.tag ^ off as u64) };
-        off += 64;
-    }
+    // SAFETY: the block is live, `size >= 8` bytes long and 8-aligned, and its middle
+    // word, rounded down to 8, ends inside it.
+    unsafe { b.word().write(b.stamp()) };
 }
 
-/// Reads those words back; false if any changed.
+/// Reads the block once: false if its word changed while it was live.
 #[inline(always)]
 fn read_once(b: &Live) -> bool {
-    let mut off = 0;
-    let mut ok = true;
-    while off + 8 <= b.size {
-        // SAFETY: as in `write_once`.
-        ok &= unsafe { b.p.add(off).cast::<u64>().read() } == b.tag ^ off as u64;
-        off += 64;
-    }
-    ok
+    // SAFETY: as in `write_once`.
+    unsafe { b.word().read() == b.stamp() }
 }
 
 fn layout(size: usize) -> Layout {
     Layout::from_size_align(size, 8).expect("sizes are small")
 }
 
+/// Where the test gets its blocks: a contender, or the baseline that measures the test's
+/// own cost. Each test thread has its own.
+trait Blocks {
+    /// Whether blocks are distinct, so that what was written into one must read back.
+    const DISTINCT: bool;
+    /// A block of `size` bytes, 8-aligned; null when out of memory.
+    fn get(&mut self, size: usize) -> *mut u8;
+    /// Gives back a block.
+    ///
+    /// # Safety
+    /// `p` came from `get(size)` on this value and has not been given back since.
+    unsafe fn put(&mut self, p: *mut u8, size: usize);
+}
+
+/// A contender, called directly as a `GlobalAlloc`.
+struct Real<'a, A>(&'a A);
+
+impl<A: GlobalAlloc> Blocks for Real<'_, A> {
+    const DISTINCT: bool = true;
+    #[inline(always)]
+    fn get(&mut self, size: usize) -> *mut u8 {
+        // SAFETY: a valid layout of non-zero size.
+        unsafe { self.0.alloc(layout(size)) }
+    }
+    #[inline(always)]
+    unsafe fn put(&mut self, p: *mut u8, size: usize) {
+        // SAFETY: the caller's block, allocated by `get(size)` with this layout.
+        unsafe { self.0.dealloc(p, layout(size)) }
+    }
+}
+
+/// The test's own cost (the document's test calls it the void allocator): every block
+/// is the same small buffer, always in cache, and a free does nothing. What a contender
+/// takes beyond it is the allocator's: its code and the cache misses its placement of
+/// blocks causes.
+struct Void(Box<[u64]>);
+
+impl Void {
+    fn new() -> Void {
+        Void(vec![0u64; MAX_SIZE / 8].into_boxed_slice())
+    }
+}
+
+impl Blocks for Void {
+    const DISTINCT: bool = false;
+    #[inline(always)]
+    fn get(&mut self, _size: usize) -> *mut u8 {
+        self.0.as_mut_ptr().cast()
+    }
+    #[inline(always)]
+    unsafe fn put(&mut self, _p: *mut u8, _size: usize) {}
+}
+
+/// A new block of `size` bytes with `tag` written into it.
+#[inline(always)]
+fn make<B: Blocks>(b: &mut B, size: usize, tag: u64) -> Result<Live> {
+    let p = b.get(size);
+    if p.is_null() {
+        return Err(Error::Run("out of memory".into()));
+    }
+    let l = Live::new(p, size, tag);
+    write_once(&l);
+    Ok(l)
+}
+
 /// The test on one thread: fill `working_set` requested bytes, then `ops`
 /// replacements. Returns (steady-part seconds, peak requested bytes).
-fn one_thread<A: GlobalAlloc>(
-    a: &A,
+fn one_thread<B: Blocks>(
+    b: &mut B,
     working_set: usize,
     ops: usize,
     seed: u64,
@@ -202,20 +314,10 @@ fn one_thread<A: GlobalAlloc>(
     let mut live: Vec<Live> = Vec::new();
     let mut requested = 0usize;
     let mut tag = 0u64;
-    let make = |size: usize, tag: u64| -> Result<Live> {
-        // SAFETY: a valid, non-zero layout.
-        let p = unsafe { a.alloc(layout(size)) };
-        if p.is_null() {
-            return Err(Error::Run("out of memory".into()));
-        }
-        let b = Live { p, size, tag };
-        write_once(&b);
-        Ok(b)
-    };
     while requested < working_set {
         let s = size(rng.next());
         tag += 1;
-        live.push(make(s, tag)?);
+        live.push(make(b, s, tag)?);
         requested += s;
     }
     let mut peak = requested;
@@ -227,20 +329,20 @@ fn one_thread<A: GlobalAlloc>(
         let s = size(rng.next());
         let old = live[i];
         bad += usize::from(!read_once(&old));
-        // SAFETY: allocated by `make` with this layout and not freed since.
-        unsafe { a.dealloc(old.p, layout(old.size)) };
+        // SAFETY: from `get(old.size())` and not given back since.
+        unsafe { b.put(old.p, old.size()) };
         tag += 1;
-        live[i] = make(s, tag)?;
-        requested = requested - old.size + s;
+        live[i] = make(b, s, tag)?;
+        requested = requested - old.size() + s;
         peak = peak.max(requested);
     }
     let secs = start.elapsed().as_secs_f64();
-    for b in live.drain(..) {
-        bad += usize::from(!read_once(&b));
+    for l in live.drain(..) {
+        bad += usize::from(!read_once(&l));
         // SAFETY: as above.
-        unsafe { a.dealloc(b.p, layout(b.size)) };
+        unsafe { b.put(l.p, l.size()) };
     }
-    if bad > 0 {
+    if B::DISTINCT && bad > 0 {
         return Err(Error::Run(format!(
             "{bad} blocks were overwritten while live"
         )));
@@ -265,14 +367,20 @@ fn resident() -> (usize, usize) {
 /// One main-test thread's (steady seconds, peak requested bytes), once it is done.
 type Slot = Mutex<Option<Result<(f64, usize)>>>;
 
-fn run<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<Sample> {
+/// The main test and the sweep, each thread with its own `new()`.
+fn run<B: Blocks, F: Fn() -> B + Sync>(new: F, spec: &Spec) -> Result<Sample> {
     let stop = stop::flag();
     let (_, before) = resident();
     let t = spec.threads.max(1);
     let results: Vec<Slot> = (0..t).map(|_| Mutex::new(None)).collect();
     let start = Instant::now();
     harness::together(spec.freq, stop, &spec.pins, t, |k| {
-        let r = one_thread(a, spec.working_set / t, spec.ops / t, 0x5eed + k as u64);
+        let r = one_thread(
+            &mut new(),
+            spec.working_set / t,
+            spec.ops / t,
+            0x5eed + k as u64,
+        );
         *results[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
     })?;
     let seconds = start.elapsed().as_secs_f64();
@@ -291,22 +399,17 @@ fn run<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<Sample> {
     let mut sweep = Vec::new();
     for &ws in &spec.sweep {
         let (s, _) = harness::on_core(spec.freq, stop, spec.pins[0], || {
-            one_thread(a, ws, spec.sweep_ops, 0x5eed)
+            one_thread(&mut new(), ws, spec.sweep_ops, 0x5eed)
         })??;
         sweep.push((ws, s * spec.freq / spec.sweep_ops.max(1) as f64));
     }
-    let handoff_per_s = if spec.handoff_items > 0 {
-        Some(cross(a, spec)?)
-    } else {
-        None
-    };
     Ok(Sample {
         seconds,
         ns_per_pair,
         peak_requested,
         peak_resident: hwm.saturating_sub(before),
         sweep,
-        handoff_per_s,
+        handoff_per_s: None,
     })
 }
 
@@ -314,7 +417,7 @@ fn run<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<Sample> {
 /// `handoff_spsc` ring, reads and frees them. Blocks per second.
 fn cross<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<f64> {
     let n = spec.handoff_items;
-    let (tx, rx) = handoff_spsc::channel::<(usize, usize, u64)>(1024);
+    let (tx, rx) = handoff_spsc::channel::<(usize, u32, u32)>(1024);
     let tx = Mutex::new(Some(tx));
     let rx = Mutex::new(Some(rx));
     let bad = std::sync::atomic::AtomicUsize::new(0);
@@ -332,8 +435,9 @@ fn cross<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<f64> {
                 // SAFETY: a valid, non-zero layout.
                 let p = unsafe { a.alloc(layout(s)) };
                 assert!(!p.is_null(), "out of memory");
-                write_once(&Live { p, size: s, tag });
-                let mut item = (p as usize, s, tag);
+                let b = Live::new(p, s, tag);
+                write_once(&b);
+                let mut item = (p as usize, b.size, b.tag);
                 while let Err(full) = tx.try_push(item) {
                     item = full.into_inner();
                     std::hint::spin_loop();
@@ -361,7 +465,7 @@ fn cross<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<f64> {
                     bad.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 // SAFETY: allocated by the producer with this layout; only this thread has it.
-                unsafe { a.dealloc(b.p, layout(s)) };
+                unsafe { a.dealloc(b.p, layout(b.size())) };
             }
         }
     })?;
@@ -410,10 +514,30 @@ mod tests {
 
     #[test]
     fn the_test_checks_every_block_and_frees_everything() {
-        let (secs, peak) = one_thread(&System, 1 << 20, 10_000, 3).unwrap();
+        let (secs, peak) = one_thread(&mut Real(&System), 1 << 20, 10_000, 3).unwrap();
         assert!(secs > 0.0);
         assert!(peak >= 1 << 20);
-        let (_, peak2) = one_thread(&handoff_alloc::HandoffAlloc, 1 << 20, 10_000, 3).unwrap();
+        let (_, peak2) =
+            one_thread(&mut Real(&handoff_alloc::HandoffAlloc), 1 << 20, 10_000, 3).unwrap();
         assert_eq!(peak, peak2, "the same stream for every allocator");
+        let (_, peak3) = one_thread(&mut Void::new(), 1 << 20, 10_000, 3).unwrap();
+        assert_eq!(peak, peak3, "and for the baseline");
+    }
+
+    /// An allocator that hands every block out again while it is live.
+    struct Overlapping(Void);
+
+    impl Blocks for Overlapping {
+        const DISTINCT: bool = true;
+        fn get(&mut self, size: usize) -> *mut u8 {
+            self.0.get(size)
+        }
+        unsafe fn put(&mut self, _p: *mut u8, _size: usize) {}
+    }
+
+    #[test]
+    fn the_test_catches_an_allocator_that_hands_out_live_blocks() {
+        let e = one_thread(&mut Overlapping(Void::new()), 1 << 16, 1_000, 3).unwrap_err();
+        assert!(e.to_string().contains("overwritten"), "{e}");
     }
 }
