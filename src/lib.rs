@@ -24,8 +24,9 @@
 pub use handoff_alloc as alloc;
 
 /// With the `global-alloc` feature, handoff-alloc is the global allocator of every binary
-/// that links this crate.
-#[cfg(feature = "global-alloc")]
+/// that links this crate. (Under `--cfg handoff_global_alloc`, handoff-alloc installs
+/// itself.)
+#[cfg(all(feature = "global-alloc", not(handoff_global_alloc)))]
 #[global_allocator]
 static GLOBAL: handoff_alloc::HandoffAlloc = handoff_alloc::HandoffAlloc;
 pub use handoff_clock as clock;

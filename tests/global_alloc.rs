@@ -1,6 +1,7 @@
 //! With the facade's `global-alloc` feature, handoff-alloc is this binary's global
-//! allocator: `.ci/run` runs the facade's tests and benches once more that way.
-#![cfg(feature = "global-alloc")]
+//! allocator (and under `--cfg handoff_global_alloc`, where every test binary of the
+//! workspace runs on it): `.ci/run` checks here that it really serves the binary.
+#![cfg(any(feature = "global-alloc", handoff_global_alloc))]
 
 #[test]
 fn handoff_alloc_serves_this_binary() {

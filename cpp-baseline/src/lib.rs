@@ -26,6 +26,11 @@
 //! assert!(got.iter().zip(&sent).all(|(r, s)| r >= s));
 //! ```
 
+// `--cfg handoff_global_alloc` (.ci/run): link handoff-alloc, which then installs itself
+// as the global allocator of every binary that links this crate.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 use std::fmt;
 use std::sync::atomic::AtomicU8;
 use std::sync::Arc;

@@ -86,6 +86,18 @@ mod imp;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HandoffAlloc;
 
+/// Under `--cfg handoff_global_alloc` (how `.ci/run` runs the workspace's tests a second
+/// time, every crate linking this one), the global allocator of every binary that
+/// links this crate.
+#[cfg(all(
+    handoff_global_alloc,
+    target_os = "linux",
+    target_pointer_width = "64",
+    not(loom)
+))]
+#[global_allocator]
+static GLOBAL: HandoffAlloc = HandoffAlloc;
+
 /// Sends the remote frees this thread has collected to their owning heaps now,
 /// instead of when a batch fills, the thread commits new memory, or it exits. A thread
 /// that frees other threads' blocks and then goes idle for long can call it.

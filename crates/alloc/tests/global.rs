@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
 
-#[global_allocator]
+// Under `--cfg handoff_global_alloc` the crate installs it itself.
+#[cfg_attr(not(handoff_global_alloc), global_allocator)]
 static GLOBAL: HandoffAlloc = HandoffAlloc;
 
 const SCALE: usize = if cfg!(debug_assertions) { 1 } else { 10 };

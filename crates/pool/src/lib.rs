@@ -38,6 +38,11 @@
 
 #![no_std]
 
+// `--cfg handoff_global_alloc` (.ci/run): link handoff-alloc, which then installs itself
+// as the global allocator of every binary that links this crate.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 extern crate alloc;
 #[cfg(any(feature = "std", loom))]
 extern crate std;

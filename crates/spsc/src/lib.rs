@@ -71,6 +71,11 @@
 
 #![cfg_attr(not(any(feature = "std", loom)), no_std)]
 
+// `--cfg handoff_global_alloc` (.ci/run): link handoff-alloc, which then installs itself
+// as the global allocator of every binary that links this crate.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 #[cfg(any(feature = "alloc", loom))]
 extern crate alloc;
 

@@ -28,6 +28,11 @@
 //! assert_eq!(back.percentiles(), p);
 //! ```
 
+// `--cfg handoff_global_alloc` (.ci/run): link handoff-alloc, which then installs itself
+// as the global allocator of every binary that links this crate.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 use std::fmt;
 
 use base64::Engine;

@@ -1,5 +1,7 @@
 //! `ProfiledAlloc` installed as the global allocator: every thread's allocations go
-//! through it, nothing is lost or corrupted, and every call is counted.
+//! through it, nothing is lost or corrupted, and every call is counted. Not built under
+//! `--cfg handoff_global_alloc`, where handoff-alloc is the global allocator.
+#![cfg(not(handoff_global_alloc))]
 
 use std::alloc::System;
 
