@@ -17,13 +17,17 @@
 //! # Design
 //!
 //! - **Thread-local heaps.** Each thread claims one of 127 heaps the first time it
-//!   allocates or frees. An allocation pops the head of its heap's free list for the
-//!   size class; a free of one of its own blocks pushes it back. Neither takes a lock
-//!   or an atomic read-modify-write.
+//!   allocates or frees. An allocation pops a block from its heap's magazine for the
+//!   size class (an array of up to 63 free blocks); a free of one of its own blocks
+//!   pushes it back. Neither takes a lock or an atomic read-modify-write, nor touches
+//!   the block. A full magazine spills half to the class's free list, an empty one
+//!   refills half from it or, in address order, from never-used memory.
 //! - **Half-exponent size classes**: 8, 16, 24, 32, 48, 64, 96, ... 32768, the class
 //!   computed without a branch from the size's top two bits ([`class`]).
 //! - **The class and the owner are in the pointer.** The allocator reserves one 16 TiB
-//!   range of address space (committed 1 MiB at a time as it is used). Every heap owns a
+//!   range of address space (committed 1 MiB at a time as it is used; once a region has
+//!   4 MiB, each new MiB is backed at once, its page faults taken in one call rather
+//!   than on the allocation path). Every heap owns a
 //!   4 GiB region per class inside it, so the bits of a block's offset from the arena
 //!   base name its heap and its class. A free reads them from the address and loads no
 //!   header.
@@ -35,6 +39,9 @@
 //! - **Thread exit.** An exiting thread gives its heap back; the next thread to start
 //!   claims it, with its free lists and memory, and reclaims the blocks freed to it in
 //!   between. Blocks live at exit and freed later by others are therefore never lost.
+//!   A class whose blocks are all free when its thread exits (or when its magazine and
+//!   list run dry) starts over at its region's start, so the next owner gets blocks
+//!   in address order from memory already committed, not in the order of the frees.
 //! - **Big blocks.** Above 32 KiB (or aligned beyond what a class gives), a block is a
 //!   page-granular mapping of its own with a 16-byte header. Freed mappings up to 1 MiB
 //!   are cached for reuse; bigger ones are unmapped, returning the memory to the system.
