@@ -249,6 +249,13 @@ impl Heap {
         self.owned.load(Ordering::Relaxed)
     }
 
+    /// The first byte of this heap's region for class `c` (the arena is reserved).
+    fn region_start(&self, c: usize) -> *mut u8 {
+        ARENA
+            .load(Ordering::Relaxed)
+            .wrapping_add(region_offset(self.index(), c))
+    }
+
     /// Allocates a block of class `c`: the magazine, else [`refill`](Self::refill).
     ///
     /// # Safety
@@ -363,10 +370,10 @@ impl Heap {
         let size = class_size(c);
         // SAFETY: the owner alone touches the bump pointers.
         let (bump, end) = unsafe { (&mut *bin.bump.get(), &mut *bin.end.get()) };
+        let start = self.region_start(c);
         if bump.is_null() {
-            let base = ARENA.load(Ordering::Relaxed);
-            *bump = base.wrapping_add(region_offset(self.index(), c));
-            *end = *bump;
+            *bump = start;
+            *end = start;
         }
         let mut got = 0;
         while got < want {
@@ -374,10 +381,8 @@ impl Heap {
                 if got > 0 {
                     break;
                 }
-                let region_end = ARENA
-                    .load(Ordering::Relaxed)
-                    .wrapping_add(region_offset(self.index(), c) + REGION_SIZE);
-                if end.addr() + COMMIT > region_end.addr() {
+                let committed = end.addr() - start.addr();
+                if committed + COMMIT > REGION_SIZE {
                     break;
                 }
                 // New memory is about to be committed: first send the remote frees
@@ -387,7 +392,7 @@ impl Heap {
                 if !os::commit(*end, COMMIT) {
                     break;
                 }
-                if end.addr() + REGION_SIZE - region_end.addr() >= POPULATE_AFTER {
+                if committed >= POPULATE_AFTER {
                     os::populate(*end, COMMIT);
                 }
                 *end = end.wrapping_add(COMMIT);
@@ -428,9 +433,7 @@ impl Heap {
         // cut so far is free, so none is handed out twice.
         unsafe {
             *bin.free.get() = ptr::null_mut();
-            *bin.bump.get() = ARENA
-                .load(Ordering::Relaxed)
-                .wrapping_add(region_offset(self.index(), c));
+            *bin.bump.get() = self.region_start(c);
         }
         mag.count.store(0, Ordering::Relaxed);
         bin.listed.store(0, Ordering::Relaxed);

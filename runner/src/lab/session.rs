@@ -43,6 +43,29 @@ pub struct Plan {
     pub noise_seconds: f64,
 }
 
+impl Plan {
+    /// The plan of an experiment whose threads are alike (`flags::thread_pins`): thread
+    /// `i` is named `THREAD_NAMES[i]` and runs on `pins[i]`; no control core of its own.
+    pub fn alike_threads(
+        out: PathBuf,
+        pins: &[usize],
+        pin_note: Option<String>,
+        noise_seconds: f64,
+    ) -> Plan {
+        Plan {
+            out,
+            roles: pins
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| (super::flags::THREAD_NAMES[i], p))
+                .collect(),
+            control: None,
+            pin_note,
+            noise_seconds,
+        }
+    }
+}
+
 /// What an experiment hands back for the report.
 #[derive(Debug, Default)]
 pub struct Output {

@@ -184,18 +184,7 @@ struct Prepared {
 impl super::Prepared for Prepared {
     fn plan(&self) -> Plan {
         let c = &self.cfg;
-        Plan {
-            out: c.out.clone(),
-            roles: c
-                .pins
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| (THREAD_NAMES[i], p))
-                .collect(),
-            control: None,
-            pin_note: self.note.clone(),
-            noise_seconds: c.noise_seconds,
-        }
+        Plan::alike_threads(c.out.clone(), &c.pins, self.note.clone(), c.noise_seconds)
     }
 
     fn run(&self, session: &mut Session) -> Result<Output> {

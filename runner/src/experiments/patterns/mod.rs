@@ -9,7 +9,7 @@ mod report;
 mod work;
 
 use crate::lab::error::{Error, Result};
-use crate::lab::flags::{self, THREAD_NAMES};
+use crate::lab::flags;
 use crate::lab::results::check_writable;
 use crate::lab::session::{Output, Plan, Session};
 use crate::lab::stop;
@@ -162,19 +162,8 @@ struct Prepared {
 
 impl super::Prepared for Prepared {
     fn plan(&self) -> Plan {
-        Plan {
-            out: self.cfg.out.clone(),
-            roles: self
-                .cfg
-                .pins
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| (THREAD_NAMES[i], p))
-                .collect(),
-            control: None,
-            pin_note: self.note.clone(),
-            noise_seconds: self.cfg.noise_seconds,
-        }
+        let c = &self.cfg;
+        Plan::alike_threads(c.out.clone(), &c.pins, self.note.clone(), c.noise_seconds)
     }
 
     fn run(&self, session: &mut Session) -> Result<Output> {
