@@ -147,6 +147,11 @@ impl Mag {
 pub(crate) struct Bin {
     /// Free blocks beyond the magazine, linked through their first words.
     free: UnsafeCell<Link>,
+    /// Blocks other threads returned, taken from the class's remote stack in one
+    /// swap and handed out one per allocation (never walked: each link is a line
+    /// another core wrote last, and popping one per allocation lets that miss overlap
+    /// with the caller's work). Counted neither as listed nor as reclaimed until popped.
+    inbox: UnsafeCell<Link>,
     /// The next never-used block of the region (null until first used).
     bump: UnsafeCell<*mut u8>,
     /// End of the region's committed part.
@@ -163,6 +168,7 @@ impl Bin {
     const fn new() -> Bin {
         Bin {
             free: UnsafeCell::new(ptr::null_mut()),
+            inbox: UnsafeCell::new(ptr::null_mut()),
             bump: UnsafeCell::new(ptr::null_mut()),
             end: UnsafeCell::new(ptr::null_mut()),
             carved: AtomicU64::new(0),
@@ -185,26 +191,49 @@ fn sub(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_sub(n), Ordering::Relaxed);
 }
 
-/// Remote frees waiting for one owner: a chain through the blocks' first words.
+/// Remote frees waiting for one owner heap and class: a chain through the blocks'
+/// first words.
 #[derive(Clone, Copy)]
 struct Outbox {
     first: Link,
     last: Link,
     count: u32,
+    /// Which owner and class the chain is for: `owner * NUM_CLASSES + class`.
+    key: u32,
 }
 
+const EMPTY_OUTBOX: Outbox = Outbox {
+    first: ptr::null_mut(),
+    last: ptr::null_mut(),
+    count: 0,
+    key: 0,
+};
+
 const CLASS_SLOTS: usize = 1 << CLASS_BITS;
+
+/// Outboxes per heap: a direct-mapped table keyed by (owner, class). Two keys that
+/// share a slot take turns (the occupant is sent early, as a shorter batch).
+const OUTBOXES: usize = 128;
+
+/// The outbox slot of blocks of class `c` owned by heap `owner`, and its key.
+#[inline(always)]
+fn outbox_slot(owner: usize, c: usize) -> (usize, u32) {
+    let key = owner * NUM_CLASSES + c;
+    (key % OUTBOXES, key as u32)
+}
 
 /// A heap: a region per size class, its magazines and free lists, and the stack other
 /// threads return its blocks to.
 pub(crate) struct Heap {
     pub(crate) mags: [Mag; CLASS_SLOTS],
     pub(crate) bins: [Bin; CLASS_SLOTS],
-    remote: CachePadded<RemoteStack>,
+    /// Where other threads return this heap's blocks, one stack per class, so that
+    /// a returned chain needs no sorting.
+    remote: [CachePadded<RemoteStack>; CLASS_SLOTS],
     /// Claimed by a thread (for heap 0: the shared heap's lock is held).
     owned: AtomicBool,
-    /// Blocks of other heaps freed by this heap's thread, per owner.
-    outbox: UnsafeCell<[Outbox; HEAPS]>,
+    /// Blocks of other heaps freed by this heap's thread, per (owner, class).
+    outbox: UnsafeCell<[Outbox; OUTBOXES]>,
     /// Which outboxes hold blocks.
     pending: UnsafeCell<u128>,
     pub(crate) committed: AtomicU64,
@@ -212,7 +241,11 @@ pub(crate) struct Heap {
     pub(crate) owners: AtomicU64,
 }
 
-const _: () = assert!(HEAPS <= 128, "the pending mask is a u128");
+const _: () = assert!(OUTBOXES == 128, "the pending mask is a u128");
+const _: () = assert!(
+    HEAPS * NUM_CLASSES <= u32::MAX as usize,
+    "outbox keys are u32"
+);
 
 // SAFETY: the `UnsafeCell` parts (magazines, free lists, bump pointers, outboxes) are
 // touched only by the thread that owns the heap (claimed with an acquire CAS on `owned`
@@ -225,15 +258,9 @@ impl Heap {
         Heap {
             mags: [const { Mag::new() }; CLASS_SLOTS],
             bins: [const { Bin::new() }; CLASS_SLOTS],
-            remote: CachePadded::new(RemoteStack::new()),
+            remote: [const { CachePadded::new(RemoteStack::new()) }; CLASS_SLOTS],
             owned: AtomicBool::new(false),
-            outbox: UnsafeCell::new(
-                [Outbox {
-                    first: ptr::null_mut(),
-                    last: ptr::null_mut(),
-                    count: 0,
-                }; HEAPS],
-            ),
+            outbox: UnsafeCell::new([EMPTY_OUTBOX; OUTBOXES]),
             pending: UnsafeCell::new(0),
             committed: AtomicU64::new(0),
             owners: AtomicU64::new(0),
@@ -315,10 +342,11 @@ impl Heap {
         add(&bin.listed, half as u64);
     }
 
-    /// The slow path of an allocation of class `c`, its magazine empty: reclaim remote
-    /// frees, then fill half the magazine from the free list, else from never-used
-    /// memory (committing more of the region when needed), and pop one. Null when the
-    /// region is exhausted or the system refuses memory.
+    /// The slow path of an allocation of class `c`, its magazine empty: fill half the
+    /// magazine from the free list; else hand out one block other threads returned
+    /// (taking the class's remote stack when the inbox is empty); else fill half the
+    /// magazine from never-used memory (committing more of the region when needed).
+    /// Null when the region is exhausted or the system refuses memory.
     ///
     /// # Safety
     /// The caller owns this heap and the arena is reserved.
@@ -328,14 +356,23 @@ impl Heap {
         debug_assert!(c < NUM_CLASSES);
         let mag = &self.mags[c];
         let bin = &self.bins[c];
+        // SAFETY: the owner alone touches its lists.
+        let (free, inbox) = unsafe { (&mut *bin.free.get(), &mut *bin.inbox.get()) };
+        if free.is_null() {
+            if inbox.is_null() {
+                *inbox = self.remote[c].take_all();
+            }
+            if !inbox.is_null() {
+                let p = *inbox;
+                // SAFETY: a block of this heap and class that its freeing thread linked
+                // and pushed; the acquire in `take_all` made the link visible.
+                *inbox = unsafe { next(p) };
+                add(&bin.reclaimed, 1);
+                return p;
+            }
+        }
         // SAFETY: the caller owns the heap.
         unsafe { self.reset_if_idle(c) };
-        // SAFETY: the owner alone touches its lists.
-        let free = unsafe { &mut *bin.free.get() };
-        if free.is_null() && !self.remote.is_empty() {
-            // SAFETY: the caller owns the heap.
-            unsafe { self.reclaim() };
-        }
         let want = MAG / 2;
         let mut got = 0u64;
         while got < want as u64 && !free.is_null() {
@@ -452,30 +489,6 @@ impl Heap {
         }
     }
 
-    /// Moves every block other threads returned onto this heap's free lists.
-    ///
-    /// # Safety
-    /// The caller owns this heap.
-    unsafe fn reclaim(&self) {
-        let mut p = self.remote.take_all();
-        while !p.is_null() {
-            // SAFETY: a block of this heap pushed by `send_remote`, holding its link.
-            let after = unsafe { next(p) };
-            let off = arena_offset(p);
-            debug_assert_eq!(off >> (CLASS_BITS + REGION_BITS), self.index());
-            let c = (off >> REGION_BITS) & (CLASS_SLOTS - 1);
-            let bin = &self.bins[c];
-            // SAFETY: the owner alone touches the free list; `p` is free.
-            unsafe {
-                set_next(p, *bin.free.get());
-                *bin.free.get() = p;
-            }
-            add(&bin.listed, 1);
-            add(&bin.reclaimed, 1);
-            p = after;
-        }
-    }
-
     /// Collects `p` (class `c`, owned by heap `owner`, not this one) for its owner,
     /// sending the batch when it is full.
     ///
@@ -483,26 +496,28 @@ impl Heap {
     /// The caller owns this heap; `p` is a block of heap `owner` that nobody uses.
     unsafe fn send_remote(&self, owner: usize, c: usize, p: *mut u8) {
         add(&self.bins[c].remote_sent, 1);
+        let (slot, key) = outbox_slot(owner, c);
         // SAFETY: the owner alone touches its outboxes.
         let (outbox, pending) = unsafe { (&mut *self.outbox.get(), &mut *self.pending.get()) };
-        let ob = &mut outbox[owner];
+        let ob = &mut outbox[slot];
+        if !ob.first.is_null() && ob.key != key {
+            // Another (owner, class) holds the slot: send its blocks now.
+            // SAFETY: the outbox's chain holds free blocks of the key it names.
+            unsafe { send(ob) };
+        }
         // SAFETY: `p` is free and ours to link.
         unsafe { set_next(p, ob.first) };
         if ob.first.is_null() {
             ob.last = p;
-            *pending |= 1 << owner;
+            ob.key = key;
+            *pending |= 1 << slot;
         }
         ob.first = p;
         ob.count += 1;
         if ob.count >= BATCH {
-            // SAFETY: the chain holds blocks of `owner` that nobody uses.
-            unsafe { HEAP[owner].remote.push_chain(ob.first, ob.last) };
-            *ob = Outbox {
-                first: ptr::null_mut(),
-                last: ptr::null_mut(),
-                count: 0,
-            };
-            *pending &= !(1 << owner);
+            // SAFETY: as above.
+            unsafe { send(ob) };
+            *pending &= !(1 << slot);
         }
     }
 
@@ -514,18 +529,26 @@ impl Heap {
         // SAFETY: the owner alone touches its outboxes.
         let (outbox, pending) = unsafe { (&mut *self.outbox.get(), &mut *self.pending.get()) };
         while *pending != 0 {
-            let owner = pending.trailing_zeros() as usize;
-            *pending &= !(1 << owner);
-            let ob = &mut outbox[owner];
-            // SAFETY: the chain holds blocks of `owner` that nobody uses.
-            unsafe { HEAP[owner].remote.push_chain(ob.first, ob.last) };
-            *ob = Outbox {
-                first: ptr::null_mut(),
-                last: ptr::null_mut(),
-                count: 0,
-            };
+            let slot = pending.trailing_zeros() as usize;
+            *pending &= !(1 << slot);
+            // SAFETY: a pending outbox's chain holds free blocks of the key it names.
+            unsafe { send(&mut outbox[slot]) };
         }
     }
+}
+
+/// Pushes a non-empty outbox's chain onto its owner's remote stack for its class (one
+/// compare-and-swap) and empties it.
+///
+/// # Safety
+/// `ob` is non-empty, and its chain holds blocks of the owner and class its key names
+/// that nobody uses.
+unsafe fn send(ob: &mut Outbox) {
+    let key = ob.key as usize;
+    let (owner, c) = (key / NUM_CLASSES, key % NUM_CLASSES);
+    // SAFETY: the caller's contract.
+    unsafe { HEAP[owner].remote[c].push_chain(ob.first, ob.last) };
+    *ob = EMPTY_OUTBOX;
 }
 
 /// The heap a thread without one points at: its magazines are always empty, so every
@@ -701,7 +724,7 @@ pub(crate) unsafe fn free_small_slow(p: *mut u8, owner: usize, c: usize) {
         None => {
             UNBATCHED_REMOTE[c].fetch_add(1, Ordering::Relaxed);
             // SAFETY: a one-block chain of `owner`'s that nobody uses.
-            unsafe { HEAP[owner].remote.push_chain(p, p) }
+            unsafe { HEAP[owner].remote[c].push_chain(p, p) }
         }
     }
 }

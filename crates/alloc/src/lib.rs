@@ -32,10 +32,12 @@
 //!   base name its heap and its class. A free reads them from the address and loads no
 //!   header.
 //! - **Remote frees.** A block freed by a thread that does not own it is collected in
-//!   the freeing thread's batch for its owner; a batch of 64 goes to the owner's stack
-//!   with one compare-and-swap, and the owner takes all its stack with one swap when its
-//!   free list runs dry. A thread flushes its batches when it exits, when it commits new
-//!   memory, and when it calls [`flush`].
+//!   the freeing thread's batch for its owner and class; a batch of 64 goes to the
+//!   owner's stack for that class with one compare-and-swap. When the owner's free list
+//!   of the class runs dry, it takes that whole stack with one swap and hands its blocks
+//!   out one per allocation, so it never walks a chain of lines another core wrote. A
+//!   thread flushes its batches when it exits, when it commits new memory, and when it
+//!   calls [`flush`].
 //! - **Thread exit.** An exiting thread gives its heap back; the next thread to start
 //!   claims it, with its free lists and memory, and reclaims the blocks freed to it in
 //!   between. Blocks live at exit and freed later by others are therefore never lost.
