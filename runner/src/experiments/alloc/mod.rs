@@ -208,14 +208,16 @@ impl super::Prepared for Prepared {
                     ops: cfg.ops,
                     threads: cfg.threads,
                     pins: cfg.pins.clone(),
-                    // The sweep and the cross-thread run once, in the first repeat.
+                    // The sweep runs once, in the first repeat; the producer/consumer
+                    // run in every repeat (its rate is bimodal for some allocators, so
+                    // one sample is not enough).
                     sweep: if r == 0 {
                         cfg.sweep.clone()
                     } else {
                         Vec::new()
                     },
                     sweep_ops: cfg.sweep_ops,
-                    handoff_items: if r == 0 { cfg.handoff_items } else { 0 },
+                    handoff_items: cfg.handoff_items,
                     freq,
                 };
                 samples[i].push(work::measure(&spec)?);
@@ -284,11 +286,9 @@ impl Outcome {
             })
             .collect()
     }
+    /// The producer/consumer rate: the median of the repeats.
     fn handoff(&self, c: Contender) -> f64 {
-        self.of(c)
-            .first()
-            .and_then(|s| s.handoff_per_s)
-            .unwrap_or(f64::NAN)
+        median(self.of(c).iter().filter_map(|s| s.handoff_per_s))
     }
 
     fn table(&self, cfg: &Config) -> String {
@@ -506,6 +506,7 @@ impl Outcome {
                     "peak_resident_bytes": self.resident_mib(c) * MIB as f64,
                     "resident_over_requested": self.overhead(c),
                     "cross_thread_items_per_s": self.handoff(c),
+                    "cross_thread_items_per_s_each": self.of(c).iter().filter_map(|s| s.handoff_per_s).collect::<Vec<_>>(),
                     "runs": self.of(c).len(),
                 })
             })
