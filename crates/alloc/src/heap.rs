@@ -364,6 +364,11 @@ impl Heap {
             }
             if !inbox.is_null() {
                 let p = *inbox;
+                debug_assert_eq!(
+                    arena_offset(p) >> REGION_BITS,
+                    self.index() << CLASS_BITS | c,
+                    "a returned block came to the wrong heap or class"
+                );
                 // SAFETY: a block of this heap and class that its freeing thread linked
                 // and pushed; the acquire in `take_all` made the link visible.
                 *inbox = unsafe { next(p) };
