@@ -6,6 +6,7 @@ use core::marker::PhantomData;
 
 use crate::chunk::{ReadChunk, WriteChunk};
 use crate::raw::{Backing, Raw};
+use crate::slip::{Side, Slip};
 use crate::sync::Ordering;
 use crate::PushError;
 
@@ -38,6 +39,8 @@ pub struct Producer<T, B: Backing = Heap<T>> {
     /// `head + capacity` as of the last time we loaded `head`: we may write up to here
     /// without looking at the consumer's cache line.
     pub(crate) limit: Cell<usize>,
+    /// Temporal slipping (see [`set_slip`](Self::set_slip)).
+    pub(crate) slip: Slip,
     pub(crate) _backing: B,
     pub(crate) _owns: PhantomData<T>,
 }
@@ -60,6 +63,8 @@ pub struct Consumer<T, B: Backing = Heap<T>> {
     pub(crate) head: usize,
     /// `tail` as of the last time we loaded it: items up to here are ready.
     pub(crate) cached_tail: Cell<usize>,
+    /// Temporal slipping (see [`set_slip`](Self::set_slip)).
+    pub(crate) slip: Slip,
     pub(crate) _backing: B,
     pub(crate) _owns: PhantomData<T>,
 }
@@ -83,6 +88,7 @@ pub(crate) fn pair<T, B: Backing>(
             raw,
             tail: 0,
             limit: Cell::new(capacity),
+            slip: Slip::new(Side::Producer, capacity),
             _backing: producer_backing,
             _owns: PhantomData,
         },
@@ -90,6 +96,7 @@ pub(crate) fn pair<T, B: Backing>(
             raw: consumer_raw,
             head: 0,
             cached_tail: Cell::new(0),
+            slip: Slip::new(Side::Consumer, capacity),
             _backing: consumer_backing,
             _owns: PhantomData,
         },
@@ -109,7 +116,7 @@ impl<T, B: Backing> Producer<T, B> {
     #[inline]
     pub fn try_push(&mut self, value: T) -> Result<(), PushError<T>> {
         let tail = self.tail;
-        if tail == self.limit.get() && self.refresh_free() == 0 {
+        if tail == self.limit.get() && self.poll_free() == 0 {
             return Err(PushError::Full(value));
         }
         // SAFETY: `tail < limit <= head + capacity`, so the slot is free and ours.
@@ -231,6 +238,38 @@ impl<T, B: Backing> Producer<T, B> {
         self.raw.capacity()
     }
 
+    /// Turns temporal slipping on or off for `try_push` (on by default in rings of 256
+    /// slots or more; smaller rings never slip).
+    ///
+    /// When on, a `try_push` that refreshes its view of the consumer's index while
+    /// streaming (its previous refresh found room too) and finds fewer than a quarter
+    /// of the ring free waits, for as long as the consumer keeps freeing slots and at
+    /// most six rounds of about 2048 TSC ticks, before it writes: a producer running
+    /// right behind the consumer would otherwise write into the cache line the
+    /// consumer is reading, item after item. The push still succeeds whenever a slot
+    /// is free and fails at once when none is; what it costs is the wait. See the
+    /// crate documentation, "Temporal slipping".
+    ///
+    /// ```
+    /// let (mut tx, _rx) = handoff_spsc::channel::<u64>(1024);
+    /// assert!(tx.slips());
+    /// tx.set_slip(false);
+    /// assert!(!tx.slips());
+    /// ```
+    pub fn set_slip(&mut self, on: bool) {
+        self.slip.set(Side::Producer, on, self.raw.capacity());
+    }
+
+    /// Whether `try_push` slips (see [`set_slip`](Self::set_slip)).
+    ///
+    /// ```
+    /// let (tx, _rx) = handoff_spsc::channel::<u64>(16);
+    /// assert!(!tx.slips()); // too small to slip
+    /// ```
+    pub fn slips(&self) -> bool {
+        self.slip.is_on()
+    }
+
     /// Whether the [`Consumer`] has been dropped: nothing pushed from now on will be read.
     ///
     /// ```
@@ -251,6 +290,18 @@ impl<T, B: Backing> Producer<T, B> {
             cached
         } else {
             self.refresh_free()
+        }
+    }
+
+    /// [`refresh_free`](Self::refresh_free) for `try_push`: a producer streaming right
+    /// behind the consumer waits for it to get ahead ([`set_slip`](Self::set_slip)).
+    #[inline]
+    fn poll_free(&self) -> usize {
+        let free = self.refresh_free();
+        if self.slip.should_wait(free) {
+            self.slip.wait(free, || self.refresh_free())
+        } else {
+            free
         }
     }
 
@@ -290,7 +341,7 @@ impl<T, B: Backing> Consumer<T, B> {
     #[inline]
     pub fn try_pop(&mut self) -> Option<T> {
         let head = self.head;
-        if head == self.cached_tail.get() && self.poll_ready() == 0 {
+        if head == self.cached_tail.get() && self.poll_ready_slipping() == 0 {
             return None;
         }
         // SAFETY: `head < cached_tail <= tail`: the slot holds an item the producer
@@ -421,6 +472,40 @@ impl<T, B: Backing> Consumer<T, B> {
         self.raw.capacity()
     }
 
+    /// Turns temporal slipping on or off for `try_pop` (on by default in rings of 256
+    /// slots or more; smaller rings never slip).
+    ///
+    /// When on, a `try_pop` that refreshes its view of the producer's index while
+    /// streaming (its previous refresh found items too) and finds fewer than half the
+    /// ring ready waits, for as long as the producer keeps adding items and at most six
+    /// rounds of about 2048 TSC ticks, before it takes one: a consumer running right
+    /// behind the producer would otherwise read the cache line the producer is
+    /// writing, item after item. A consumer that was idle (its previous refresh found
+    /// the ring empty) never waits, so an item that arrives alone is not delayed; an
+    /// item of a burst that arrives while the consumer streams can be, by up to the
+    /// wait. Turn it off where every item of a burst must be seen as early as possible
+    /// and throughput does not matter. See the crate documentation, "Temporal slipping".
+    ///
+    /// ```
+    /// let (_tx, mut rx) = handoff_spsc::channel::<u64>(1024);
+    /// assert!(rx.slips());
+    /// rx.set_slip(false);
+    /// assert!(!rx.slips());
+    /// ```
+    pub fn set_slip(&mut self, on: bool) {
+        self.slip.set(Side::Consumer, on, self.raw.capacity());
+    }
+
+    /// Whether `try_pop` slips (see [`set_slip`](Self::set_slip)).
+    ///
+    /// ```
+    /// let (_tx, rx) = handoff_spsc::channel::<u64>(255);
+    /// assert!(!rx.slips()); // too small to slip
+    /// ```
+    pub fn slips(&self) -> bool {
+        self.slip.is_on()
+    }
+
     /// Whether the [`Producer`] has been dropped. Items it pushed before are still
     /// there to pop: drain until `try_pop` returns `None` *after* seeing this `true`.
     ///
@@ -471,6 +556,18 @@ impl<T, B: Backing> Consumer<T, B> {
             core::hint::spin_loop();
         }
         ready
+    }
+
+    /// [`poll_ready`](Self::poll_ready) for `try_pop`: a consumer streaming right behind
+    /// the producer waits for it to get ahead ([`set_slip`](Self::set_slip)).
+    #[inline]
+    fn poll_ready_slipping(&self) -> usize {
+        let ready = self.poll_ready();
+        if self.slip.should_wait(ready) {
+            self.slip.wait(ready, || self.refresh_ready())
+        } else {
+            ready
+        }
     }
 
     /// Loads the producer's `tail`, updates the cache, returns the ready item count.

@@ -348,3 +348,62 @@ fn static_channel_on_the_stack_with_scoped_threads() {
         });
     });
 }
+
+/// Temporal slipping changes when a call returns, never what it returns: the same
+/// random sequence of calls on a slipping ring and on one that does not slip gives the
+/// same result at every step (on one thread a wait finds nothing new, so this also
+/// runs every wait to its end).
+#[test]
+fn slipping_never_changes_what_a_call_returns() {
+    let (mut tx_a, mut rx_a) = channel::<u32>(256);
+    let (mut tx_b, mut rx_b) = channel::<u32>(256);
+    tx_b.set_slip(false);
+    rx_b.set_slip(false);
+    assert!(tx_a.slips() && rx_a.slips() && !tx_b.slips() && !rx_b.slips());
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = 0u32;
+    let steps = if cfg!(miri) { 200 } else { 200_000 };
+    for _ in 0..steps {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        // Runs of pushes and of pops, so the ring goes from empty to full and back.
+        let run = (state >> 8) % 300;
+        if state & 1 == 0 {
+            for _ in 0..run {
+                let (a, b) = (tx_a.try_push(next), tx_b.try_push(next));
+                assert_eq!(a, b);
+                next += 1;
+            }
+        } else {
+            for _ in 0..run {
+                assert_eq!(rx_a.try_pop(), rx_b.try_pop());
+            }
+        }
+        assert_eq!(rx_a.len(), rx_b.len());
+    }
+}
+
+#[test]
+fn slipping_is_on_from_256_slots_and_can_be_switched() {
+    for (cap, on) in [
+        (1, false),
+        (64, false),
+        (255, false),
+        (256, true),
+        (1000, true),
+    ] {
+        let (mut tx, mut rx) = channel::<u8>(cap);
+        assert_eq!((tx.slips(), rx.slips()), (on, on), "capacity {cap}");
+        tx.set_slip(true);
+        rx.set_slip(true);
+        assert_eq!(
+            (tx.slips(), rx.slips()),
+            (on, on),
+            "capacity {cap}: too small stays off"
+        );
+        tx.set_slip(false);
+        rx.set_slip(false);
+        assert!(!tx.slips() && !rx.slips());
+    }
+}

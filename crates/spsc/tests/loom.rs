@@ -126,6 +126,42 @@ fn push_pop_in_order_through_a_full_ring() {
     });
 }
 
+/// Temporal slipping is on in every ring under loom, at the largest distance, so every
+/// model above goes through its waits too. Here each call is made only after the
+/// other side's matching call (flags in happens-before order), with the handles
+/// streaming so that they wait: every one of them must still succeed.
+#[test]
+fn slipping_handles_keep_the_contract() {
+    loom::model(|| {
+        use loom::sync::atomic::AtomicUsize;
+        use loom::sync::Arc;
+        let (mut tx, mut rx) = channel::<u32>(2);
+        assert!(tx.slips() && rx.slips());
+        tx.try_push(0).unwrap();
+        tx.try_push(1).unwrap();
+        let popped = Arc::new(AtomicUsize::new(0));
+        let pushed = Arc::new(AtomicUsize::new(2));
+        let (p, q) = (popped.clone(), pushed.clone());
+        let c = thread::spawn(move || {
+            for i in 0..4u32 {
+                while q.load(Ordering::Acquire) <= i as usize {
+                    thread::yield_now();
+                }
+                assert_eq!(rx.try_pop(), Some(i), "a published item must be popped");
+                p.store(i as usize + 1, Ordering::Release);
+            }
+        });
+        for i in 2..4u32 {
+            while popped.load(Ordering::Acquire) < (i - 1) as usize {
+                thread::yield_now();
+            }
+            assert!(tx.try_push(i).is_ok(), "a freed slot must be usable");
+            pushed.store(i as usize + 1, Ordering::Release);
+        }
+        c.join().unwrap();
+    });
+}
+
 #[test]
 fn peek_sees_a_published_item() {
     peek_sees_a_published_item_in(channel::<u32>);

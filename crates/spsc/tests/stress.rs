@@ -125,6 +125,20 @@ fn single_items_arrive_once_and_in_order() {
     single_items_through(tx, rx);
 }
 
+/// Temporal slipping (on by default from 256 slots) and without it, Miri included: a
+/// ring of 256 slips, so the waits run under Miri too.
+#[test]
+fn single_items_arrive_once_and_in_order_slipping_or_not() {
+    for slip in [true, false] {
+        let (mut tx, mut rx) = channel::<Tick>(256);
+        assert!(tx.slips() && rx.slips(), "on by default at 256 slots");
+        tx.set_slip(slip);
+        rx.set_slip(slip);
+        assert_eq!((tx.slips(), rx.slips()), (slip, slip));
+        single_items_through(tx, rx);
+    }
+}
+
 #[test]
 fn stamped_single_items_arrive_once_and_in_order() {
     let (tx, rx) = stamped::channel::<Tick>(if cfg!(miri) { 7 } else { 1024 });
