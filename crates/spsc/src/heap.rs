@@ -139,7 +139,7 @@ mod tests {
     /// A ring whose indices start `before` steps short of `usize::MAX`, so that the
     /// test crosses the wrap of the index arithmetic itself.
     fn near_wrap<T>(capacity: usize, before: usize) -> (Producer<T>, Consumer<T>) {
-        let (tx, mut rx) = channel::<T>(capacity);
+        let (mut tx, mut rx) = channel::<T>(capacity);
         let start = usize::MAX - before;
         tx.raw.header().head.store(start, Ordering::Relaxed);
         tx.raw.header().tail.store(start, Ordering::Relaxed);
