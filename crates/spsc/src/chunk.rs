@@ -24,17 +24,14 @@ use crate::sync::Ordering;
 /// assert_eq!(rx.len(), 4);
 /// ```
 pub struct WriteChunk<'a, T> {
-    /// The ring, borrowed from the producer, which stays mutably borrowed while the
-    /// chunk lives.
     raw: &'a Raw<T>,
-    /// The producer's index when the chunk was reserved: its first slot.
-    tail: usize,
+    tail: &'a mut usize,
     len: usize,
     written: usize,
 }
 
 impl<'a, T> WriteChunk<'a, T> {
-    pub(crate) fn new(raw: &'a Raw<T>, tail: usize, len: usize) -> Self {
+    pub(crate) fn new(raw: &'a Raw<T>, tail: &'a mut usize, len: usize) -> Self {
         WriteChunk {
             raw,
             tail,
@@ -185,6 +182,7 @@ impl<'a, T> WriteChunk<'a, T> {
     #[inline]
     pub fn commit(mut self) {
         let tail = self.tail.wrapping_add(self.written);
+        *self.tail = tail;
         self.written = 0;
         // Release: the slot writes happen before the consumer sees the new `tail`.
         self.raw.header().tail.store(tail, Ordering::Release);
@@ -194,7 +192,7 @@ impl<'a, T> WriteChunk<'a, T> {
 impl<T> Drop for WriteChunk<'_, T> {
     fn drop(&mut self) {
         if self.written > 0 {
-            let start = self.tail;
+            let start = *self.tail;
             let written = core::mem::replace(&mut self.written, 0);
             // SAFETY: the written slots hold initialised items that were never published
             // (the producer's index is still `start`), and nothing reads them again: the

@@ -34,6 +34,8 @@ use crate::Heap;
 /// ```
 pub struct Producer<T, B: Backing = Heap<T>> {
     pub(crate) raw: Raw<T>,
+    /// Our own index; the shared `tail` always equals it outside a method call.
+    pub(crate) tail: usize,
     /// `head + capacity` as of the last time we loaded `head`: we may write up to here
     /// without looking at the consumer's cache line.
     pub(crate) limit: Cell<usize>,
@@ -84,6 +86,7 @@ pub(crate) fn pair<T, B: Backing>(
     (
         Producer {
             raw,
+            tail: 0,
             limit: Cell::new(capacity),
             slip: Slip::new(Side::Producer, capacity),
             _backing: producer_backing,
@@ -112,7 +115,7 @@ impl<T, B: Backing> Producer<T, B> {
     /// ```
     #[inline]
     pub fn try_push(&mut self, value: T) -> Result<(), PushError<T>> {
-        let tail = self.tail();
+        let tail = self.tail;
         if tail == self.limit.get() && self.poll_free() == 0 {
             return Err(PushError::Full(value));
         }
@@ -141,7 +144,7 @@ impl<T, B: Backing> Producer<T, B> {
         if n == 0 {
             return 0;
         }
-        let tail = self.tail();
+        let tail = self.tail;
         self.raw.track_write(tail, n);
         let (a, a_len, b, b_len) = self.raw.segments(tail, n);
         // SAFETY: the `n` slots from `tail` are free (checked above) and in bounds;
@@ -172,9 +175,8 @@ impl<T, B: Backing> Producer<T, B> {
     #[inline]
     pub fn write_chunk(&mut self, max: usize) -> WriteChunk<'_, T> {
         let n = max.min(self.free_hint(max));
-        let tail = self.tail();
-        self.raw.track_write(tail, n);
-        WriteChunk::new(&self.raw, tail, n)
+        self.raw.track_write(self.tail, n);
+        WriteChunk::new(&self.raw, &mut self.tail, n)
     }
 
     /// Number of free slots: at least this many pushes will succeed.
@@ -283,7 +285,7 @@ impl<T, B: Backing> Producer<T, B> {
     /// Free slots according to the cache; reloads `head` only when fewer than `want`.
     #[inline(always)]
     fn free_hint(&self, want: usize) -> usize {
-        let cached = self.limit.get().wrapping_sub(self.tail());
+        let cached = self.limit.get().wrapping_sub(self.tail);
         if cached >= want {
             cached
         } else {
@@ -310,23 +312,14 @@ impl<T, B: Backing> Producer<T, B> {
         let head = self.raw.header().head.load(Ordering::Acquire);
         let limit = head.wrapping_add(self.raw.capacity());
         self.limit.set(limit);
-        let free = limit.wrapping_sub(self.tail());
+        let free = limit.wrapping_sub(self.tail);
         debug_assert!(free <= self.raw.capacity(), "head ran past tail");
         free
     }
 
-    /// Our own index: the shared `tail`, which only this handle stores, so a relaxed
-    /// load returns our last store. Reading it back instead of keeping a private copy
-    /// makes a push one store (the slot's) plus one (the index), not plus two: a
-    /// producer whose stores wait for cache lines the consumer holds fills the store
-    /// buffer a third later (docs/spsc.md, "One store less per push").
-    #[inline(always)]
-    fn tail(&self) -> usize {
-        self.raw.header().tail.load(Ordering::Relaxed)
-    }
-
     #[inline(always)]
     fn publish(&mut self, tail: usize) {
+        self.tail = tail;
         // Release: the slot writes happen before the consumer sees the new `tail`.
         self.raw.header().tail.store(tail, Ordering::Release);
     }

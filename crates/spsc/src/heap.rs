@@ -143,6 +143,7 @@ mod tests {
         let start = usize::MAX - before;
         tx.raw.header().head.store(start, Ordering::Relaxed);
         tx.raw.header().tail.store(start, Ordering::Relaxed);
+        tx.tail = start;
         tx.limit.set(start.wrapping_add(capacity));
         rx.head = start;
         rx.cached_tail.set(start);
