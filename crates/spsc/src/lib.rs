@@ -63,7 +63,8 @@
 //! at one end of the ring: the faster side catches up with the slower one and then
 //! works in the very cache line the other is writing or reading, so that line and an
 //! index line cross between the cores about once per item (20-60 M items/s on a
-//! 2-vCPU Xeon guest, where the same ring a third of a lap apart moves 150-200 M/s).
+//! 2-vCPU Xeon guest, where the same ring kept hundreds of slots apart moves
+//! 150-175 M/s).
 //! From 256 slots up, [`Producer::try_push`] and [`Consumer::try_pop`] therefore slip:
 //! when a refresh of the other side's index finds fewer than half the ring ready
 //! (consumer) or a quarter free (producer) and the handle is streaming (its previous

@@ -1,24 +1,24 @@
-//! Temporal slipping: a handle that streams right behind the other one waits a moment
-//! so that the two work a third of the ring apart.
+//! Temporal slipping: a handle that streams right behind the other one waits a moment,
+//! so that a streaming pair works between half full and three-quarters full.
 //!
 //! With both sides spinning, a pair of cached-index handles settles at one end of the
 //! ring: the faster side catches up with the slower one and from then on works in the
 //! cache line the other is writing or reading, so that line (and the index line) crosses
-//! between the cores about once per item. A pair a third of a ring apart moves each slot
+//! between the cores about once per item. A pair hundreds of slots apart moves each slot
 //! line once per lap and touches an index line once per few hundred items
 //! (docs/spsc.md, "Temporal slipping"). So when `try_pop` refreshes its cached `tail` and
-//! finds fewer than a third of the capacity ready, or `try_push` refreshes `head` and
-//! finds fewer than a third free, and the handle is streaming (its previous refresh found
-//! items or room too: it did not catch up from idle), it waits: a few hundred `pause`s
-//! between polls of the other index, for as long as the other side keeps moving and at
-//! most [`ROUNDS`] polls, then goes on with what is there.
+//! finds fewer than half the capacity ready, or `try_push` refreshes `head` and finds
+//! fewer than a quarter free, and the handle is streaming (its previous refresh found
+//! items or room too: it did not catch up from idle), it waits: `pause`s for 2048 TSC
+//! ticks between polls of the other index, for as long as the other side keeps moving
+//! and at most [`ROUNDS`] polls, then goes on with what is there.
 //!
 //! The contract does not change: the wait starts only when at least one item (or slot)
 //! is there, and what the handle finds after it is never less, so a call that would
 //! have succeeded still succeeds, and one that would have failed fails at once. What it
 //! costs is time: an item of a burst that lands while the consumer is waiting waits too
-//! (at most [`ROUNDS`] polls, about 2 us on the Xeon guest), and an idle consumer never
-//! waits, so a lone item is never delayed.
+//! (at most [`ROUNDS`] polls, about 5 us at 2.3 GHz; one poll, 0.9 us, when the producer
+//! is merely slow), and an idle consumer never waits, so a lone item is never delayed.
 
 use core::cell::Cell;
 
