@@ -24,6 +24,7 @@ use core::cell::Cell;
 
 /// Rings with fewer slots never slip: the distances would be a handful of cache lines,
 /// crossed in less time than one wait.
+///
 /// Under loom every ring of two slots or more slips, at the largest distance, so that
 /// the models go through the waits.
 pub(crate) const MIN_CAPACITY: usize = if cfg!(loom) { 2 } else { 256 };
