@@ -1,6 +1,7 @@
 //! Zero-copy batches: write into reserved slots and publish once, or read ready slots
 //! in place and release them once. Works for any `T`.
 
+use core::cell::Cell;
 use core::fmt;
 use core::mem::MaybeUninit;
 
@@ -25,13 +26,15 @@ use crate::sync::Ordering;
 /// ```
 pub struct WriteChunk<'a, T> {
     raw: &'a Raw<T>,
-    tail: &'a mut usize,
+    /// The producer's own index, which the producer keeps (rather than reading it back
+    /// from the shared one) while a chunk is out.
+    tail: &'a Cell<usize>,
     len: usize,
     written: usize,
 }
 
 impl<'a, T> WriteChunk<'a, T> {
-    pub(crate) fn new(raw: &'a Raw<T>, tail: &'a mut usize, len: usize) -> Self {
+    pub(crate) fn new(raw: &'a Raw<T>, tail: &'a Cell<usize>, len: usize) -> Self {
         WriteChunk {
             raw,
             tail,
@@ -99,7 +102,10 @@ impl<'a, T> WriteChunk<'a, T> {
         debug_assert!(self.written < self.len);
         // SAFETY: `written < len`, so the slot is reserved for this chunk (free, ours)
         // and not yet written.
-        unsafe { self.raw.write(self.tail.wrapping_add(self.written), value) };
+        unsafe {
+            self.raw
+                .write(self.tail.get().wrapping_add(self.written), value)
+        };
         self.written += 1;
     }
 
@@ -143,7 +149,7 @@ impl<'a, T> WriteChunk<'a, T> {
     /// ```
     pub fn as_mut_slices(&mut self) -> (&mut [MaybeUninit<T>], &mut [MaybeUninit<T>]) {
         let (a, a_len, b, b_len) = self.raw.segments(
-            self.tail.wrapping_add(self.written),
+            self.tail.get().wrapping_add(self.written),
             self.len - self.written,
         );
         // SAFETY: these slots are reserved for this chunk (free, nobody else touches
@@ -181,8 +187,8 @@ impl<'a, T> WriteChunk<'a, T> {
     /// ```
     #[inline]
     pub fn commit(mut self) {
-        let tail = self.tail.wrapping_add(self.written);
-        *self.tail = tail;
+        let tail = self.tail.get().wrapping_add(self.written);
+        self.tail.set(tail);
         self.written = 0;
         // Release: the slot writes happen before the consumer sees the new `tail`.
         self.raw.header().tail.store(tail, Ordering::Release);
@@ -192,7 +198,7 @@ impl<'a, T> WriteChunk<'a, T> {
 impl<T> Drop for WriteChunk<'_, T> {
     fn drop(&mut self) {
         if self.written > 0 {
-            let start = *self.tail;
+            let start = self.tail.get();
             let written = core::mem::replace(&mut self.written, 0);
             // SAFETY: the written slots hold initialised items that were never published
             // (the producer's index is still `start`), and nothing reads them again: the

@@ -139,11 +139,11 @@ mod tests {
     /// A ring whose indices start `before` steps short of `usize::MAX`, so that the
     /// test crosses the wrap of the index arithmetic itself.
     fn near_wrap<T>(capacity: usize, before: usize) -> (Producer<T>, Consumer<T>) {
-        let (mut tx, mut rx) = channel::<T>(capacity);
+        let (tx, mut rx) = channel::<T>(capacity);
         let start = usize::MAX - before;
         tx.raw.header().head.store(start, Ordering::Relaxed);
         tx.raw.header().tail.store(start, Ordering::Relaxed);
-        tx.tail = start;
+        tx.tail.set(start);
         tx.limit.set(start.wrapping_add(capacity));
         rx.head = start;
         rx.cached_tail.set(start);

@@ -37,6 +37,20 @@ pub(crate) const ROUNDS: u32 = if cfg!(loom) { 2 } else { 6 };
 #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
 const ROUND_TICKS: u64 = 2048;
 
+/// How many items a producer's refresh must find in the ring for the producer to read
+/// its index back from the shared `tail` until its next refresh (`Producer::refill`): an
+/// eighth of the capacity, for rings that slip; never for smaller rings. Under loom one
+/// item, so that the models go through both ways of keeping the index.
+pub(crate) fn read_back_at(capacity: usize) -> usize {
+    if cfg!(loom) {
+        1
+    } else if capacity >= MIN_CAPACITY {
+        capacity / 8
+    } else {
+        0
+    }
+}
+
 /// Which handle: the consumer waits for half the ring to fill, the producer for a
 /// quarter to drain, so a streaming pair works between the two marks.
 #[derive(Clone, Copy)]

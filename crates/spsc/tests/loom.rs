@@ -126,6 +126,22 @@ fn push_pop_in_order_through_a_full_ring() {
     });
 }
 
+/// Under loom a producer reads its index back from the shared `tail` whenever a
+/// refresh finds an item in the ring, so pushes through a full ring switch between
+/// reading it back and keeping it: every item still arrives once and in order.
+#[test]
+fn a_producer_reading_its_index_back_keeps_the_order() {
+    loom::model(|| {
+        let (tx, mut rx) = channel::<u32>(2);
+        let p = push_in_order(tx, 5);
+        for i in 0..5 {
+            assert_eq!(pop_spin(&mut rx), i);
+        }
+        p.join().unwrap();
+        assert_eq!(rx.try_pop(), None);
+    });
+}
+
 /// Temporal slipping is on in every ring under loom, at the largest distance, so every
 /// model above goes through its waits too. Here each call is made only after the
 /// other side's matching call (flags in happens-before order), with the handles
