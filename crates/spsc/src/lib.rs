@@ -7,7 +7,8 @@
 //! * [`Producer`] and [`Consumer`] are the two halves: `Send`, not `Sync`.
 //! * Each half keeps its own index privately and a cached copy of the other half's
 //!   index; the shared index (each on its own cache line) is loaded only when the cache
-//!   says full (producer) or empty (consumer).
+//!   says full (producer) or empty (consumer). (A streaming producer reads its own
+//!   index back from the shared one instead; see "Temporal slipping".)
 //! * Batches publish the shared index once: [`Producer::push_slice`] /
 //!   [`Consumer::pop_slice`] for `Copy` items, and the zero-copy
 //!   [`Producer::write_chunk`] / [`Consumer::read_chunk`] for any `T`.
