@@ -133,6 +133,45 @@ pub const fn region_offset(heap: usize, class: usize) -> usize {
     (heap << (CLASS_BITS + REGION_BITS)) | (class << REGION_BITS)
 }
 
+/// The first class slot of a heap's span that no class uses: the depots start there.
+pub const DEPOT_SLOT: usize = NUM_CLASSES;
+/// Alignment of each depot in the span, and the step its memory is committed in.
+pub const DEPOT_CHUNK: usize = 64 << 10;
+/// Bytes of one depot entry: a block's offset in its region, which is below
+/// `2^REGION_BITS`.
+pub const DEPOT_ENTRY: usize = 4;
+
+/// Entries the depot of class `c` can need: one per block its region can hold.
+#[inline(always)]
+pub const fn depot_capacity(c: usize) -> usize {
+    REGION_SIZE / CLASS_SIZES[c]
+}
+
+const fn make_depot_offsets() -> [usize; NUM_CLASSES + 1] {
+    let mut offsets = [0; NUM_CLASSES + 1];
+    let mut at = DEPOT_SLOT << REGION_BITS;
+    let mut c = 0;
+    while c < NUM_CLASSES {
+        offsets[c] = at;
+        let bytes = depot_capacity(c) * DEPOT_ENTRY;
+        at += bytes.div_ceil(DEPOT_CHUNK) * DEPOT_CHUNK;
+        c += 1;
+    }
+    offsets[NUM_CLASSES] = at;
+    offsets
+}
+
+/// Where each class's depot starts, as an offset from its heap's span (the last entry
+/// is where the depots end). A depot is the array stack of a class's free blocks beyond
+/// its magazine, kept outside the blocks, in class slots no class uses.
+pub const DEPOT_OFFSETS: [usize; NUM_CLASSES + 1] = make_depot_offsets();
+
+const _: () = assert!(REGION_BITS <= u32::BITS, "depot entries are u32 offsets");
+const _: () = assert!(
+    DEPOT_OFFSETS[NUM_CLASSES] <= 1 << (CLASS_BITS + REGION_BITS),
+    "the depots fit in the heap's span"
+);
+
 /// Rounds `n` up to a multiple of `to` (a power of two); `None` on overflow.
 #[inline]
 pub const fn round_up(n: usize, to: usize) -> Option<usize> {
@@ -219,6 +258,27 @@ mod tests {
         }
         assert_eq!(decode(ARENA_SIZE), None);
         assert_eq!(decode(usize::MAX), None);
+    }
+
+    #[test]
+    fn depots_lie_past_every_region_without_overlapping() {
+        for c in 0..NUM_CLASSES {
+            let (start, end) = (DEPOT_OFFSETS[c], DEPOT_OFFSETS[c + 1]);
+            assert_eq!(start % DEPOT_CHUNK, 0);
+            assert!(end - start >= depot_capacity(c) * DEPOT_ENTRY, "class {c}");
+            // Every block of the region has its entry, and an offset fits an entry.
+            assert!(depot_capacity(c) * class_size(c) <= REGION_SIZE);
+            assert!((REGION_SIZE - 1) as u64 <= u64::from(u32::MAX));
+            // A depot address decodes to no class: it is never taken for a block.
+            for heap in [0, 3, HEAPS - 1] {
+                for off in [start, end - 1] {
+                    let (h, class) = decode(region_offset(heap, 0) + off).unwrap();
+                    assert_eq!(h, heap);
+                    assert!(class >= NUM_CLASSES, "class {c}'s depot decodes to {class}");
+                }
+            }
+        }
+        assert_eq!(DEPOT_OFFSETS[0], region_offset(0, DEPOT_SLOT));
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! allocate while their thread-local storage is being torn down.
 
 use crate::class::{
-    class_size, region_offset, ARENA_SIZE, CLASS_BITS, HEAPS, NUM_CLASSES, REGION_BITS, REGION_SIZE,
+    class_size, depot_capacity, region_offset, ARENA_SIZE, CLASS_BITS, DEPOT_CHUNK, DEPOT_ENTRY,
+    DEPOT_OFFSETS, HEAPS, NUM_CLASSES, REGION_BITS, REGION_SIZE,
 };
 use crate::os;
 use crate::remote::{next, set_next, Link, RemoteStack};
@@ -139,14 +140,22 @@ impl Mag {
     }
 }
 
-/// The rest of one size class of one heap: its free list, its never-used memory, and
-/// its counters. Only the owning thread writes it; the counters are atomics so that
+/// The rest of one size class of one heap: its depot, its never-used memory, and its
+/// counters. Only the owning thread writes it; the counters are atomics so that
 /// statistics can read them from any thread (the owner updates them with a plain load
 /// and store, no read-modify-write).
 #[repr(C, align(64))]
 pub(crate) struct Bin {
-    /// Free blocks beyond the magazine, linked through their first words.
-    free: UnsafeCell<Link>,
+    /// Free blocks beyond the magazine in the depot (an array stack of their offsets in
+    /// the region, outside the blocks: moving blocks between the magazine and the depot
+    /// reads and writes no block).
+    depot_len: UnsafeCell<usize>,
+    /// Depot entries backed by committed memory.
+    depot_committed: UnsafeCell<usize>,
+    /// Free blocks beyond the magazine that the depot could not take because the
+    /// system refused to commit its memory, linked through their first words. Empty
+    /// unless that happened.
+    overflow: UnsafeCell<Link>,
     /// Blocks other threads returned, taken from the class's remote stack in one
     /// swap and handed out one per allocation (never walked: each link is a line
     /// another core wrote last, and popping one per allocation lets that miss overlap
@@ -158,7 +167,7 @@ pub(crate) struct Bin {
     end: UnsafeCell<*mut u8>,
     /// Blocks cut from the region so far.
     pub(crate) carved: AtomicU64,
-    /// Blocks on the free list.
+    /// Blocks in the depot and on the overflow list.
     pub(crate) listed: AtomicU64,
     pub(crate) reclaimed: AtomicU64,
     pub(crate) remote_sent: AtomicU64,
@@ -167,7 +176,9 @@ pub(crate) struct Bin {
 impl Bin {
     const fn new() -> Bin {
         Bin {
-            free: UnsafeCell::new(ptr::null_mut()),
+            depot_len: UnsafeCell::new(0),
+            depot_committed: UnsafeCell::new(0),
+            overflow: UnsafeCell::new(ptr::null_mut()),
             inbox: UnsafeCell::new(ptr::null_mut()),
             bump: UnsafeCell::new(ptr::null_mut()),
             end: UnsafeCell::new(ptr::null_mut()),
@@ -317,7 +328,8 @@ impl Heap {
         debug_assert!(pushed);
     }
 
-    /// Moves the older half of class `c`'s full magazine onto its free list.
+    /// Moves the older half of class `c`'s full magazine into its depot (onto the
+    /// overflow list if the depot's memory cannot be committed).
     ///
     /// # Safety
     /// The caller owns this heap.
@@ -328,13 +340,24 @@ impl Heap {
         let bin = &self.bins[c];
         let n = mag.count.load(Ordering::Relaxed) as usize;
         let half = n / 2;
-        // SAFETY: the owner alone touches the magazine and the list.
+        // SAFETY: the owner alone touches the magazine, the depot and the list.
         unsafe {
             let slots = &mut *mag.slots.get();
-            let free = &mut *bin.free.get();
-            for &p in &slots[..half] {
-                set_next(p, *free);
-                *free = p;
+            let len = &mut *bin.depot_len.get();
+            if self.depot_room(c, *len + half) {
+                let depot = self.depot(c).add(*len);
+                let start = self.region_start(c).addr();
+                for (k, &p) in slots[..half].iter().enumerate() {
+                    // A block's offset in its region is below 2^REGION_BITS <= 2^32.
+                    depot.add(k).write((p.addr() - start) as u32);
+                }
+                *len += half;
+            } else {
+                let overflow = &mut *bin.overflow.get();
+                for &p in &slots[..half] {
+                    set_next(p, *overflow);
+                    *overflow = p;
+                }
             }
             slots.copy_within(half..n, 0);
         }
@@ -342,10 +365,48 @@ impl Heap {
         add(&bin.listed, half as u64);
     }
 
+    /// The first entry of class `c`'s depot.
+    fn depot(&self, c: usize) -> *mut u32 {
+        ARENA
+            .load(Ordering::Relaxed)
+            .wrapping_add(region_offset(self.index(), 0) + DEPOT_OFFSETS[c])
+            .cast()
+    }
+
+    /// Makes sure class `c`'s depot has committed memory for `want` entries,
+    /// committing more when needed; false when the system refuses.
+    ///
+    /// # Safety
+    /// The caller owns this heap and the arena is reserved.
+    unsafe fn depot_room(&self, c: usize, want: usize) -> bool {
+        // SAFETY: the owner alone touches the depot's counters.
+        let committed = unsafe { &mut *self.bins[c].depot_committed.get() };
+        if want <= *committed {
+            return true;
+        }
+        #[cfg(test)]
+        if tests::REFUSE_DEPOT.with(Cell::get) {
+            return false;
+        }
+        // Free blocks never outnumber the blocks the region holds.
+        debug_assert!(want <= depot_capacity(c));
+        let per_chunk = DEPOT_CHUNK / DEPOT_ENTRY;
+        let to = want.div_ceil(per_chunk) * per_chunk;
+        let at = self.depot(c).wrapping_add(*committed).cast::<u8>();
+        let bytes = (to - *committed) * DEPOT_ENTRY;
+        if !os::commit(at, bytes) {
+            return false;
+        }
+        *committed = to;
+        add(&self.committed, bytes as u64);
+        true
+    }
+
     /// The slow path of an allocation of class `c`, its magazine empty: fill half the
-    /// magazine from the free list; else hand out one block other threads returned
-    /// (taking the class's remote stack when the inbox is empty); else fill half the
-    /// magazine from never-used memory (committing more of the region when needed).
+    /// magazine from the depot (or the overflow list); else hand out one block other
+    /// threads returned (taking the class's remote stack when the inbox is empty); else
+    /// fill half the magazine from never-used memory (committing more of the region
+    /// when needed).
     /// Null when the region is exhausted or the system refuses memory.
     ///
     /// # Safety
@@ -356,9 +417,15 @@ impl Heap {
         debug_assert!(c < NUM_CLASSES);
         let mag = &self.mags[c];
         let bin = &self.bins[c];
-        // SAFETY: the owner alone touches its lists.
-        let (free, inbox) = unsafe { (&mut *bin.free.get(), &mut *bin.inbox.get()) };
-        if free.is_null() {
+        // SAFETY: the owner alone touches its depot and lists.
+        let (len, overflow, inbox) = unsafe {
+            (
+                &mut *bin.depot_len.get(),
+                &mut *bin.overflow.get(),
+                &mut *bin.inbox.get(),
+            )
+        };
+        if *len == 0 && overflow.is_null() {
             if inbox.is_null() {
                 *inbox = self.remote[c].take_all();
             }
@@ -380,12 +447,30 @@ impl Heap {
         unsafe { self.reset_if_idle(c) };
         let want = MAG / 2;
         let mut got = 0u64;
-        while got < want as u64 && !free.is_null() {
-            let p = *free;
-            // SAFETY: a free block of this heap on its list, holding its link; the
-            // magazine is empty, so it has room.
+        debug_assert_eq!(mag.count.load(Ordering::Relaxed), 0);
+        if *len > 0 {
+            let take = want.min(*len);
+            *len -= take;
+            let start = self.region_start(c);
+            // SAFETY: the owner alone touches the magazine, which is empty; entries
+            // `len..len + take` of the depot are committed and hold the offsets of free
+            // blocks of this region.
             unsafe {
-                *free = next(p);
+                let depot = self.depot(c).add(*len);
+                let slots = &mut *mag.slots.get();
+                for (k, slot) in slots[..take].iter_mut().enumerate() {
+                    *slot = start.wrapping_add(depot.add(k).read() as usize);
+                }
+                mag.count.store(take as u32, Ordering::Relaxed);
+            }
+            got = take as u64;
+        }
+        while got < want as u64 && !overflow.is_null() {
+            let p = *overflow;
+            // SAFETY: a free block of this heap on its list, holding its link; the
+            // magazine has room.
+            unsafe {
+                *overflow = next(p);
                 mag.push(p);
             }
             got += 1;
@@ -471,10 +556,11 @@ impl Heap {
         if carved == 0 || carved != free {
             return false;
         }
-        // SAFETY: the owner alone touches the list and the bump pointer; every block
-        // cut so far is free, so none is handed out twice.
+        // SAFETY: the owner alone touches the depot, the list and the bump pointer;
+        // every block cut so far is free, so none is handed out twice.
         unsafe {
-            *bin.free.get() = ptr::null_mut();
+            *bin.depot_len.get() = 0;
+            *bin.overflow.get() = ptr::null_mut();
             *bin.bump.get() = self.region_start(c);
         }
         mag.count.store(0, Ordering::Relaxed);
@@ -747,5 +833,139 @@ pub(crate) fn flush() {
     if let Ok(Some(h)) = LOCAL.try_with(|l| l.owned()) {
         // SAFETY: a heap this thread owns.
         unsafe { h.flush_outboxes() };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::class::class_of;
+    use std::collections::HashSet;
+
+    std::thread_local! {
+        /// Makes this thread's depots refuse to grow, as if the system refused memory.
+        pub(super) static REFUSE_DEPOT: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Runs `f` on a heap this thread claims the way a thread's first allocation does
+    /// (these unit tests run on the system allocator, so the heaps are theirs), and gives
+    /// it back.
+    fn with_heap(f: impl FnOnce(&'static Heap)) {
+        arena().expect("the arena is reserved");
+        let h = HEAP
+            .iter()
+            .skip(1)
+            .rev()
+            .find(|h| {
+                h.owned
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            })
+            .expect("a free heap");
+        f(h);
+        h.owned.store(false, Ordering::Release);
+    }
+
+    /// Allocates `n` blocks of class `c` and fills every byte of each with its number.
+    fn fill(h: &Heap, c: usize, n: usize) -> Vec<*mut u8> {
+        (0..n)
+            .map(|k| {
+                // SAFETY: this thread owns `h` and the arena is reserved.
+                let p = unsafe { h.alloc(c) };
+                assert!(!p.is_null());
+                // SAFETY: a fresh block of `class_size(c)` bytes, committed.
+                unsafe { p.write_bytes(k as u8, class_size(c)) };
+                p
+            })
+            .collect()
+    }
+
+    /// Every byte of each block still holds its number.
+    fn intact(c: usize, blocks: &[*mut u8]) {
+        for (k, &p) in blocks.iter().enumerate() {
+            // SAFETY: committed arena memory, written by `fill`.
+            let bytes = unsafe { core::slice::from_raw_parts(p, class_size(c)) };
+            assert!(bytes.iter().all(|&b| b == k as u8), "block {k} was written");
+        }
+    }
+
+    fn free_all(h: &Heap, c: usize, blocks: &[*mut u8]) {
+        for &p in blocks {
+            // SAFETY: this thread owns `h`; `p` is its block of class `c`, not in use.
+            unsafe { h.free(c, p) };
+        }
+    }
+
+    /// Allocates all `carved` blocks of class `c`, every one free: they must come
+    /// back distinct, with none cut anew, leaving the class's depot and lists empty.
+    fn take_every_free_block(h: &Heap, c: usize, carved: u64) -> HashSet<*mut u8> {
+        let mut all = HashSet::new();
+        for _ in 0..carved {
+            // SAFETY: this thread owns `h` and the arena is reserved.
+            let p = unsafe { h.alloc(c) };
+            assert!(all.insert(p), "a block was handed out twice");
+        }
+        assert_eq!(h.bins[c].carved.load(Ordering::Relaxed), carved, "cut anew");
+        assert_eq!(listed(h, c), 0);
+        assert_eq!(h.mags[c].count.load(Ordering::Relaxed), 0);
+        all
+    }
+
+    fn listed(h: &Heap, c: usize) -> u64 {
+        h.bins[c].listed.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "maps memory")]
+    fn blocks_move_through_the_depot_without_being_read_or_written() {
+        with_heap(|h| {
+            let c = class_of(256);
+            let n = 20 * MAG;
+            let blocks = fill(h, c, n);
+            let carved = h.bins[c].carved.load(Ordering::Relaxed);
+            free_all(h, c, &blocks);
+            assert!(listed(h, c) > 0, "nothing was spilled");
+            // SAFETY: this thread owns `h`.
+            assert!(unsafe { *h.bins[c].overflow.get() }.is_null());
+            intact(c, &blocks);
+            // SAFETY: this thread owns `h`; the newest free block comes back first.
+            let newest = unsafe { h.alloc(c) };
+            assert_eq!(newest, blocks[n - 1]);
+            // SAFETY: as above; it goes back.
+            unsafe { h.free(c, newest) };
+            let again = take_every_free_block(h, c, carved);
+            assert!(blocks.iter().all(|p| again.contains(p)), "a block was lost");
+            intact(c, &blocks);
+            free_all(h, c, &again.into_iter().collect::<Vec<_>>());
+        });
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "maps memory")]
+    fn blocks_go_to_the_overflow_list_when_the_depot_cannot_grow() {
+        with_heap(|h| {
+            let c = class_of(1000);
+            let n = 20 * MAG;
+            let blocks = fill(h, c, n);
+            let carved = h.bins[c].carved.load(Ordering::Relaxed);
+            // The first half of the frees finds the depot refusing, the rest finds it
+            // growing again: both stores hold blocks.
+            REFUSE_DEPOT.with(|r| r.set(true));
+            free_all(h, c, &blocks[..n / 2]);
+            // SAFETY: this thread owns `h`.
+            let in_depot = || unsafe { *h.bins[c].depot_len.get() };
+            assert_eq!(in_depot(), 0);
+            // SAFETY: as above.
+            assert!(!unsafe { *h.bins[c].overflow.get() }.is_null());
+            REFUSE_DEPOT.with(|r| r.set(false));
+            free_all(h, c, &blocks[n / 2..]);
+            assert!(in_depot() > 0);
+            // Every block cut is free: those handed out and the magazine's leftovers.
+            let free = listed(h, c) + u64::from(h.mags[c].count.load(Ordering::Relaxed));
+            assert_eq!(free, carved);
+            let again = take_every_free_block(h, c, carved);
+            assert!(blocks.iter().all(|p| again.contains(p)), "a block was lost");
+            free_all(h, c, &again.into_iter().collect::<Vec<_>>());
+        });
     }
 }
