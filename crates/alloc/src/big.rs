@@ -131,6 +131,47 @@ pub(crate) unsafe fn usable(p: *mut u8) -> usize {
     len - (p.addr() - start.addr())
 }
 
+/// Grows or shrinks a very large block to `new_size` bytes by moving its mapping
+/// (`mremap`) instead of copying it: the pages move as they are, so growing a big
+/// buffer copies nothing and faults in only the growth. Returns the block at its new
+/// address, the bytes and the block's offset in its page kept; null when the result
+/// would not be very large, when the block is aligned beyond a page (a moved mapping
+/// keeps only page alignment), or when the system refuses (the block is then unchanged
+/// and the caller copies).
+///
+/// # Safety
+/// `p` is a live block returned by [`alloc`] with alignment `align`.
+pub(crate) unsafe fn remap(p: *mut u8, align: usize, new_size: usize) -> *mut u8 {
+    // SAFETY: the caller's contract.
+    let (len, start) = unsafe { mapping(p) };
+    let lead = p.addr() - start.addr();
+    let Some(new_len) = lead.checked_add(new_size).and_then(|n| round_up(n, PAGE)) else {
+        return ptr::null_mut();
+    };
+    if align > PAGE || new_len <= LARGE_MAX {
+        return ptr::null_mut();
+    }
+    // SAFETY: `start, len` is the block's mapping (its header says so), and on success
+    // only the returned mapping is used.
+    let new_start = unsafe { os::remap(start, len, new_len) };
+    if new_start.is_null() {
+        return ptr::null_mut();
+    }
+    let q = new_start.wrapping_add(lead);
+    // SAFETY: the header's two words lie in the moved mapping just before the block,
+    // as they did in the old one (`lead >= HEADER`).
+    unsafe {
+        q.sub(HEADER).cast::<usize>().write(new_len);
+        q.sub(HEADER / 2).cast::<*mut u8>().write(new_start);
+    }
+    // Both counters move by the same difference; wrapping adds of its two's complement
+    // when it shrinks.
+    let diff = (new_len as u64).wrapping_sub(len as u64);
+    LIVE_BYTES.fetch_add(diff, Ordering::Relaxed);
+    MAPPED_BYTES.fetch_add(diff, Ordering::Relaxed);
+    q
+}
+
 /// Frees a block made by [`alloc`]: cached if large and there is room, else unmapped.
 ///
 /// # Safety

@@ -1,7 +1,7 @@
 //! `GlobalAlloc` for [`HandoffAlloc`]: the fast paths, inline, and the dispatch to the
 //! slow ones.
 
-use crate::class::{class_for, class_of, decode, MAX_SMALL, REGION_BITS, REGION_SIZE};
+use crate::class::{class_for, class_of, decode, ARENA_SIZE, MAX_SMALL, REGION_BITS, REGION_SIZE};
 use crate::heap::{self, arena_offset, LOCAL};
 use crate::{big, HandoffAlloc};
 use core::alloc::{GlobalAlloc, Layout};
@@ -149,6 +149,14 @@ unsafe impl GlobalAlloc for HandoffAlloc {
         };
         if fits {
             return ptr;
+        }
+        if off >= ARENA_SIZE && new_size > MAX_SMALL {
+            // A big block that stays big: move its mapping rather than copy it.
+            // SAFETY: outside the arena, `ptr` is a live big block with this alignment.
+            let moved = unsafe { big::remap(ptr, layout.align(), new_size) };
+            if !moved.is_null() {
+                return moved;
+            }
         }
         // SAFETY: the caller guarantees `new_size`, rounded up to `layout.align()`,
         // does not overflow, so this layout is valid.

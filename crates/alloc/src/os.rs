@@ -80,6 +80,23 @@ pub(crate) fn map(len: usize) -> *mut u8 {
     }
 }
 
+/// Moves or resizes a mapping made by [`map`] to `new_len` bytes without copying its
+/// contents (`mremap`): its pages move with it, and growth is zero-filled on first
+/// touch. Null when the system refuses; then the old mapping is unchanged.
+///
+/// # Safety
+/// `at` and `len` are exactly one live mapping made by [`map`] (or by this function);
+/// on success nobody uses the old range again.
+pub(crate) unsafe fn remap(at: *mut u8, len: usize, new_len: usize) -> *mut u8 {
+    // SAFETY: the caller's contract: the range is one anonymous private mapping.
+    let raw = unsafe { libc::mremap(at.cast(), len, new_len, libc::MREMAP_MAYMOVE) };
+    if raw == libc::MAP_FAILED {
+        ptr::null_mut()
+    } else {
+        raw.cast()
+    }
+}
+
 /// Returns a mapping made by [`map`] to the system.
 ///
 /// # Safety

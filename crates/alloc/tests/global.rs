@@ -341,6 +341,64 @@ fn realloc_keeps_the_bytes_and_stays_in_place_within_a_class() {
     unsafe { GLOBAL.dealloc(q, Layout::from_size_align(48, 8).unwrap()) };
 }
 
+/// Fills `len` bytes at `p` with a pattern of `seed`.
+fn stamp(p: *mut u8, len: usize, seed: u8) {
+    // SAFETY: the caller's live block of at least `len` bytes.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(p, len) };
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = seed ^ (i as u8).wrapping_mul(31) ^ (i >> 12) as u8;
+    }
+}
+
+fn stamped(p: *mut u8, len: usize, seed: u8) -> bool {
+    // SAFETY: as in `stamp`.
+    let bytes = unsafe { std::slice::from_raw_parts(p, len) };
+    bytes
+        .iter()
+        .enumerate()
+        .all(|(i, &b)| b == seed ^ (i as u8).wrapping_mul(31) ^ (i >> 12) as u8)
+}
+
+#[test]
+fn very_large_blocks_grow_by_moving_their_mapping_and_keep_every_byte() {
+    for align in [8, 4096, 16384] {
+        let mut size = 40_000;
+        let mut layout = Layout::from_size_align(size, align).unwrap();
+        // SAFETY: a valid non-zero layout.
+        let mut p = unsafe { GLOBAL.alloc(layout) };
+        assert!(!p.is_null());
+        stamp(p, size, align as u8);
+        // 40 KB up to 40 MB, then down and up again: from small to very large, in
+        // place, moved, and copied (alignment beyond a page cannot move).
+        for new_size in [
+            300_000, 2_000_000, 2_100_000, 9_000_000, 40_000_000, 1_500_000, 33_000, 5_000_000,
+        ] {
+            // SAFETY: `p` is live with `layout`; the new size is valid at `align`.
+            let q = unsafe { GLOBAL.realloc(p, layout, new_size) };
+            assert!(!q.is_null());
+            assert_eq!(
+                q.addr() % align,
+                0,
+                "align {align}: realloc lost the alignment"
+            );
+            let kept = size.min(new_size);
+            assert!(
+                stamped(q, kept, align as u8),
+                "align {align}: {size} -> {new_size}"
+            );
+            // Every new byte is usable.
+            stamp(q, new_size, align as u8);
+            p = q;
+            size = new_size;
+            layout = Layout::from_size_align(size, align).unwrap();
+        }
+        let live = handoff_alloc::stats().big_bytes_live;
+        assert!(live >= size as u64, "{live} bytes live, {size} held");
+        // SAFETY: `p` is live with `layout`.
+        unsafe { GLOBAL.dealloc(p, layout) };
+    }
+}
+
 #[test]
 fn a_thousand_short_threads_reuse_heaps() {
     let before = handoff_alloc::stats();
