@@ -312,3 +312,62 @@ fn patterns_runs_every_part_and_says_what_it_cannot_measure() {
         assert!(out.join(f).exists(), "{f}");
     }
 }
+
+#[test]
+fn alloc_keeps_every_repeat_and_pairs_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = runner(&[
+        "alloc",
+        "--working-set-mib",
+        "2",
+        "--ops",
+        "20000",
+        "--repeats",
+        "3",
+        "--sweep-max-mib",
+        "0",
+        "--handoff-items",
+        "0",
+        "--noise-seconds",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("alloc.json")).unwrap()).unwrap();
+    let variants = json["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 5);
+    for v in variants {
+        let each = v["seconds_each"].as_array().unwrap();
+        assert_eq!(each.len(), 3, "{}", v["name"]);
+        assert!(
+            each.iter().all(|s| s.as_f64().unwrap() > 0.0),
+            "{}",
+            v["name"]
+        );
+        assert_eq!(v["ns_per_pair_each"].as_array().unwrap().len(), 3);
+    }
+    let handoff = &variants[0]["seconds_each"];
+    let jemalloc = variants.iter().find(|v| v["name"] == "jemalloc").unwrap();
+    // The paired ratio is the median of the three repeats' own ratios.
+    let mut r: Vec<f64> = (0..3)
+        .map(|k| jemalloc["seconds_each"][k].as_f64().unwrap() / handoff[k].as_f64().unwrap())
+        .collect();
+    r.sort_by(f64::total_cmp);
+    let paired = json["ratios"]["jemalloc_over_handoff_time_paired"]
+        .as_f64()
+        .unwrap();
+    assert!((paired - r[1]).abs() < 1e-9, "{paired} vs {r:?}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("median of the repeats' own ratios"),
+        "{stdout}"
+    );
+}
