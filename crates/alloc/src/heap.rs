@@ -3,7 +3,7 @@
 //!
 //! Each of the [`HEAPS`] heaps owns one region per size class. A thread claims a free
 //! heap the first time it allocates or frees, and gives it back when it exits; the next
-//! thread to claim it inherits its free lists and committed memory, and reclaims the
+//! thread to claim it inherits its magazines, depots and committed memory, and reclaims the
 //! blocks other threads freed to it in the meantime. Heap 0 is never claimed: it is
 //! the shared heap, behind a spin lock, for threads that found no free heap or that
 //! allocate while their thread-local storage is being torn down.
@@ -233,7 +233,7 @@ fn outbox_slot(owner: usize, c: usize) -> (usize, u32) {
     (key % OUTBOXES, key as u32)
 }
 
-/// A heap: a region per size class, its magazines and free lists, and the stack other
+/// A heap: a region per size class, its magazines and depots, and the stack other
 /// threads return its blocks to.
 pub(crate) struct Heap {
     pub(crate) mags: [Mag; CLASS_SLOTS],
@@ -258,7 +258,7 @@ const _: () = assert!(
     "outbox keys are u32"
 );
 
-// SAFETY: the `UnsafeCell` parts (magazines, free lists, bump pointers, outboxes) are
+// SAFETY: the `UnsafeCell` parts (magazines, depots, lists, bump pointers, outboxes) are
 // touched only by the thread that owns the heap (claimed with an acquire CAS on `owned`
 // and given back with a release store) or, for heap 0, by the thread holding its lock
 // (the same flag); every other field is atomic.
@@ -311,7 +311,7 @@ impl Heap {
     }
 
     /// Frees `p`, a block of this heap's class `c`: the magazine, else half the
-    /// magazine moves to the free list first.
+    /// magazine moves to the depot first.
     ///
     /// # Safety
     /// The caller owns this heap; `p` is a block of this heap in class `c`, not in use.
@@ -540,7 +540,7 @@ impl Heap {
     }
 
     /// When every block of class `c` this heap has cut is free in its magazine or on its
-    /// free list (none is in use, none is on its way back from another thread), forgets
+    /// depot (none is in use, none is on its way back from another thread), forgets
     /// them and starts cutting the region again from its start: after a program frees
     /// everything of a class, new blocks come in address order from memory already
     /// committed, not in the scattered order the frees left. True if it did.

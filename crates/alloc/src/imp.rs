@@ -92,8 +92,8 @@ fn alloc_fallback(layout: Layout) -> *mut u8 {
 
 // SAFETY: every block handed out is either a whole block of a size class at least as big
 // and as aligned as the layout (`class_for`), inside committed memory of the arena and on
-// no free list until freed, or a fresh or cached mapping at least as big, aligned as
-// asked (`big::alloc`). A block goes back to exactly one free list or mapping cache when
+// no free store until freed, or a fresh or cached mapping at least as big, aligned as
+// asked (`big::alloc`). A block goes back to exactly one free store or mapping cache when
 // freed; its class and owner are read from its address, which the arena's layout fixes.
 unsafe impl GlobalAlloc for HandoffAlloc {
     #[inline]

@@ -20,8 +20,10 @@
 //!   allocates or frees. An allocation pops a block from its heap's magazine for the
 //!   size class (an array of up to 63 free blocks); a free of one of its own blocks
 //!   pushes it back. Neither takes a lock or an atomic read-modify-write, nor touches
-//!   the block. A full magazine spills half to the class's free list, an empty one
-//!   refills half from it or, in address order, from never-used memory.
+//!   the block. A full magazine spills half to the class's depot (an array of free
+//!   blocks' addresses kept outside the blocks, so spilling and refilling touch no
+//!   block), an empty one refills half from it or, in address order, from never-used
+//!   memory.
 //! - **Half-exponent size classes**: 8, 16, 24, 32, 48, 64, 96, ... 32768, the class
 //!   computed without a branch from the size's top two bits ([`class`]).
 //! - **The class and the owner are in the pointer.** The allocator reserves one 16 TiB
@@ -33,26 +35,27 @@
 //!   header.
 //! - **Remote frees.** A block freed by a thread that does not own it is collected in
 //!   the freeing thread's batch for its owner and class; a batch of 64 goes to the
-//!   owner's stack for that class with one compare-and-swap. When the owner's free list
+//!   owner's stack for that class with one compare-and-swap. When the owner's depot
 //!   of the class runs dry, it takes that whole stack with one swap and hands its blocks
 //!   out one per allocation, so it never walks a chain of lines another core wrote. A
 //!   thread flushes its batches when it exits, when it commits new memory, and when it
 //!   calls [`flush`].
 //! - **Thread exit.** An exiting thread gives its heap back; the next thread to start
-//!   claims it, with its free lists and memory, and reclaims the blocks freed to it in
+//!   claims it, with its depots and memory, and reclaims the blocks freed to it in
 //!   between. Blocks live at exit and freed later by others are therefore never lost.
 //!   A class whose blocks are all free when its thread exits (or when its magazine and
 //!   list run dry) starts over at its region's start, so the next owner gets blocks
 //!   in address order from memory already committed, not in the order of the frees.
 //! - **Big blocks.** Above 32 KiB (or aligned beyond what a class gives), a block is a
 //!   page-granular mapping of its own with a 16-byte header. Freed mappings up to 1 MiB
-//!   are cached for reuse; bigger ones are unmapped, returning the memory to the system.
+//!   are cached for reuse; bigger ones are unmapped, returning the memory to the system,
+//!   and one that `realloc` grows moves its mapping (`mremap`) instead of being copied.
 //! - **The shared heap.** Heap 0 is never claimed: threads that find no free heap (more
 //!   than 127 alive at once), or that allocate while their thread-local storage is being
 //!   destroyed, use it under a spin lock.
 //!
-//! Small blocks are never returned to the system: freed blocks go back on their heap's
-//! free lists and are reused, the document's choice.
+//! Small blocks are never returned to the system: freed blocks go back to their heap's
+//! magazines and depots and are reused, the document's choice.
 //!
 //! # Statistics
 //!

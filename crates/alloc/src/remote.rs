@@ -11,7 +11,7 @@
 use crate::sync::{AtomicPtr, Ordering};
 use core::ptr;
 
-/// A block on a free list: its first word links to the next.
+/// A block on a chain of free blocks: its first word links to the next.
 pub type Link = *mut u8;
 
 /// Reads the link stored in `block`'s first word.

@@ -23,7 +23,7 @@ pub struct Stats {
     pub big_bytes_live: u64,
     /// Blocks freed by a thread other than their heap's owner.
     pub remote_frees: u64,
-    /// Of those, blocks their owner has taken back onto its free lists.
+    /// Of those, blocks their owner has taken back and handed out again.
     pub remote_frees_reclaimed: u64,
     /// Arena memory made usable (it is backed by physical memory only once touched).
     pub committed_bytes: u64,
@@ -43,7 +43,7 @@ pub struct HeapStats {
     pub owners: u64,
     /// Blocks cut from its regions so far: its whole stock of small blocks.
     pub blocks_carved: u64,
-    /// Its blocks not free in it (not in its magazines or on its free lists). Blocks
+    /// Its blocks not free in it (not in its magazines or depots). Blocks
     /// other threads have freed but the heap has not reclaimed yet still count.
     pub blocks_live: u64,
     /// Their bytes, at class size.
