@@ -1,13 +1,15 @@
 //! Blocks too big for a size class (or too strictly aligned): page-granular mappings
 //! with a 16-byte header in front of the block that records the mapping. Mappings of
 //! up to [`LARGE_MAX`] ("large") are kept in a small cache when freed and reused;
-//! bigger ones ("very large") go back to the system on free.
+//! bigger ones ("very large") go back to the system on free. A block that `realloc`
+//! shrinks by at least [`TRIM_MIN`] gives the tail of its mapping back at once.
 
 use crate::class::round_up;
+use crate::lock::Lock;
 use crate::os::{self, PAGE};
 use core::cell::UnsafeCell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// The header in front of every big block: where its mapping starts and how long it is.
 const HEADER: usize = 16;
@@ -15,13 +17,16 @@ const HEADER: usize = 16;
 pub(crate) const LARGE_MAX: usize = 1 << 20;
 /// Cached mappings at most.
 const CACHE_SLOTS: usize = 32;
+/// A shrink that frees at least this much of a block's mapping unmaps the freed tail;
+/// a smaller one keeps the mapping as it is (no system call).
+pub(crate) const TRIM_MIN: usize = 64 << 10;
 
 pub(crate) static LIVE_BLOCKS: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
 pub(crate) static MAPPED_BYTES: AtomicU64 = AtomicU64::new(0);
 
 struct Cache {
-    lock: AtomicBool,
+    lock: Lock,
     slots: UnsafeCell<[(usize, *mut u8); CACHE_SLOTS]>,
 }
 
@@ -29,22 +34,37 @@ struct Cache {
 unsafe impl Sync for Cache {}
 
 static CACHE: Cache = Cache {
-    lock: AtomicBool::new(false),
+    lock: Lock::new(),
     slots: UnsafeCell::new([(0, ptr::null_mut()); CACHE_SLOTS]),
 };
 
 fn with_cache<R>(f: impl FnOnce(&mut [(usize, *mut u8); CACHE_SLOTS]) -> R) -> R {
-    while CACHE
-        .lock
-        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        core::hint::spin_loop();
-    }
+    let _held = CACHE.lock.lock();
     // SAFETY: the lock is held.
-    let r = f(unsafe { &mut *CACHE.slots.get() });
-    CACHE.lock.store(false, Ordering::Release);
-    r
+    f(unsafe { &mut *CACHE.slots.get() })
+}
+
+/// Before a fork (see `crate::fork`): holds the cache's lock across it.
+pub(crate) fn lock_for_fork() {
+    CACHE.lock.lock_for_fork();
+}
+
+/// In the parent after a fork: releases the lock [`lock_for_fork`] took.
+///
+/// # Safety
+/// This thread took it with [`lock_for_fork`].
+pub(crate) unsafe fn unlock_after_fork() {
+    // SAFETY: the caller's contract.
+    unsafe { CACHE.lock.unlock_after_fork() };
+}
+
+/// In the child after a fork: marks the lock free.
+///
+/// # Safety
+/// In a forked child whose parent held the lock across the fork with [`lock_for_fork`].
+pub(crate) unsafe fn reset_after_fork() {
+    // SAFETY: the caller's contract: no thread was inside the cache at the fork.
+    unsafe { CACHE.lock.reset() };
 }
 
 /// Where the block starts in its mapping, at most, for `align`.
@@ -74,6 +94,9 @@ pub(crate) fn alloc(size: usize, align: usize) -> (*mut u8, bool) {
     let mut fresh = true;
     let mut start = ptr::null_mut();
     let mut map_len = len;
+    // The cache's lock (used here, or when this block is freed) is covered by the fork
+    // handlers from its first use on.
+    crate::fork::register();
     if len <= LARGE_MAX && align <= PAGE {
         // A cached mapping no more than a quarter longer than needed.
         if let Some((l, s)) = with_cache(|slots| {
@@ -131,9 +154,10 @@ pub(crate) unsafe fn usable(p: *mut u8) -> usize {
     len - (p.addr() - start.addr())
 }
 
-/// Grows or shrinks a very large block to `new_size` bytes by moving its mapping
-/// (`mremap`) instead of copying it: the pages move as they are, so growing a big
-/// buffer copies nothing and faults in only the growth. Returns the block at its new
+/// Grows a very large block to `new_size` bytes by moving its mapping (`mremap`)
+/// instead of copying it: the pages move as they are, so growing a big buffer copies
+/// nothing and faults in only the growth. (A shrink never comes here: the block stays
+/// where it is, see [`shrink`].) Returns the block at its new
 /// address, the bytes and the block's offset in its page kept; null when the result
 /// would not be very large, when the block is aligned beyond a page (a moved mapping
 /// keeps only page alignment), or when the system refuses (the block is then unchanged
@@ -170,6 +194,38 @@ pub(crate) unsafe fn remap(p: *mut u8, align: usize, new_size: usize) -> *mut u8
     LIVE_BYTES.fetch_add(diff, Ordering::Relaxed);
     MAPPED_BYTES.fetch_add(diff, Ordering::Relaxed);
     q
+}
+
+/// Shrinks the big block at `p` in place to `new_size` bytes: when that frees at least
+/// [`TRIM_MIN`] of its mapping, the tail past the last page the block still needs is
+/// unmapped and its memory goes back to the system. The block's address and alignment
+/// do not change. (If the system refuses, which it may do when the tail is the middle
+/// of a larger mapping and the process is at its mapping limit, the block keeps its
+/// whole mapping.)
+///
+/// # Safety
+/// `p` is a live block returned by [`alloc`], and `new_size <= usable(p)`.
+pub(crate) unsafe fn shrink(p: *mut u8, new_size: usize) {
+    // SAFETY: the caller's contract.
+    let (len, start) = unsafe { mapping(p) };
+    let lead = p.addr() - start.addr();
+    debug_assert!(lead + new_size <= len);
+    let Some(new_len) = round_up(lead + new_size.max(1), PAGE) else {
+        return;
+    };
+    if len - new_len < TRIM_MIN {
+        return;
+    }
+    // SAFETY: `[start + new_len, start + len)` is the end of the block's own mapping,
+    // page-aligned, past every byte the shrunk block uses.
+    if !unsafe { os::trim(start.wrapping_add(new_len), len - new_len) } {
+        return;
+    }
+    // SAFETY: the header lies before the block, inside the part of the mapping kept.
+    unsafe { p.sub(HEADER).cast::<usize>().write(new_len) };
+    let freed = (len - new_len) as u64;
+    LIVE_BYTES.fetch_sub(freed, Ordering::Relaxed);
+    MAPPED_BYTES.fetch_sub(freed, Ordering::Relaxed);
 }
 
 /// Frees a block made by [`alloc`]: cached if large and there is room, else unmapped.

@@ -5,13 +5,14 @@
 //! heap the first time it allocates or frees, and gives it back when it exits; the next
 //! thread to claim it inherits its magazines, depots and committed memory, and reclaims the
 //! blocks other threads freed to it in the meantime. Heap 0 is never claimed: it is
-//! the shared heap, behind a spin lock, for threads that found no free heap or that
+//! the shared heap, behind a lock, for threads that found no free heap or that
 //! allocate while their thread-local storage is being torn down.
 
 use crate::class::{
     class_size, depot_capacity, region_offset, ARENA_SIZE, CLASS_BITS, DEPOT_CHUNK, DEPOT_ENTRY,
     DEPOT_OFFSETS, HEAPS, NUM_CLASSES, REGION_BITS, REGION_SIZE,
 };
+use crate::lock::Lock;
 use crate::os;
 use crate::remote::{next, set_next, Link, RemoteStack};
 use core::cell::{Cell, UnsafeCell};
@@ -59,6 +60,9 @@ fn arena() -> Option<*mut u8> {
             READY => return Some(ARENA.load(Ordering::Relaxed)),
             FAILED => return None,
             UNINIT => {
+                // Before any thread can be half-way through the reservation or take
+                // the shared heap's lock, a fork must find the handlers in place.
+                crate::fork::register();
                 if ARENA_STATE
                     .compare_exchange(UNINIT, STARTING, Ordering::Acquire, Ordering::Relaxed)
                     .is_err()
@@ -75,7 +79,8 @@ fn arena() -> Option<*mut u8> {
                 ARENA_STATE.store(READY, Ordering::Release);
                 return Some(base);
             }
-            _ => core::hint::spin_loop(),
+            // Another thread is reserving it (one `mmap`): let it run.
+            _ => std::thread::yield_now(),
         }
     }
 }
@@ -767,18 +772,45 @@ fn claim(l: &Local) -> Option<&'static Heap> {
 
 // ---- the shared heap -------------------------------------------------------------
 
+/// The shared heap's lock. Heap 0's `owned` flag says, for statistics, whether a
+/// thread is inside; no thread claims heap 0.
+static SHARED_LOCK: Lock = Lock::new();
+
 fn with_shared<R>(f: impl FnOnce(&Heap) -> R) -> R {
     let h = &HEAP[0];
-    while h
-        .owned
-        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        core::hint::spin_loop();
-    }
+    let _held = SHARED_LOCK.lock();
+    h.owned.store(true, Ordering::Relaxed);
     let r = f(h);
-    h.owned.store(false, Ordering::Release);
+    h.owned.store(false, Ordering::Relaxed);
     r
+}
+
+// ---- fork ------------------------------------------------------------------------
+
+/// Before a fork (see `crate::fork`): makes sure no thread is half-way through
+/// reserving the arena (reserving it now if nothing has), and holds the shared heap's
+/// lock across the fork.
+pub(crate) fn lock_for_fork() {
+    let _ = arena();
+    SHARED_LOCK.lock_for_fork();
+}
+
+/// In the parent after a fork: releases the shared heap's lock.
+///
+/// # Safety
+/// This thread took it with [`lock_for_fork`].
+pub(crate) unsafe fn unlock_after_fork() {
+    // SAFETY: the caller's contract.
+    unsafe { SHARED_LOCK.unlock_after_fork() };
+}
+
+/// In the child after a fork: marks the shared heap's lock free.
+///
+/// # Safety
+/// In a forked child whose parent held the lock across the fork with [`lock_for_fork`].
+pub(crate) unsafe fn reset_after_fork() {
+    // SAFETY: the caller's contract: no thread was inside the shared heap at the fork.
+    unsafe { SHARED_LOCK.reset() };
 }
 
 // ---- the slow paths --------------------------------------------------------------

@@ -141,14 +141,17 @@ unsafe impl GlobalAlloc for HandoffAlloc {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let off = arena_offset(ptr);
-        let fits = match decode(off) {
-            Some((_, c)) => class_for(new_size, layout.align()) == Some(c),
-            // A big block stays in place while it fits and is still big.
+        match decode(off) {
+            Some((_, c)) if class_for(new_size, layout.align()) == Some(c) => return ptr,
+            // A big block stays in place while it fits and is still big; a shrink gives
+            // the tail of its mapping back.
             // SAFETY: outside the arena, `ptr` is a live big block.
-            None => new_size > MAX_SMALL && new_size <= unsafe { big::usable(ptr) },
-        };
-        if fits {
-            return ptr;
+            None if new_size > MAX_SMALL && new_size <= unsafe { big::usable(ptr) } => {
+                // SAFETY: as above, and the new size fits the block.
+                unsafe { big::shrink(ptr, new_size) };
+                return ptr;
+            }
+            _ => {}
         }
         if off >= ARENA_SIZE && new_size > MAX_SMALL {
             // A big block that stays big: move its mapping rather than copy it.

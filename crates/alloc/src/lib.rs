@@ -75,7 +75,11 @@ mod big;
 #[cfg(not(loom))]
 pub mod class;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+mod fork;
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod heap;
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+mod lock;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod os;
 #[doc(hidden)]

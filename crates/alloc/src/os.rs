@@ -97,6 +97,18 @@ pub(crate) unsafe fn remap(at: *mut u8, len: usize, new_len: usize) -> *mut u8 {
     }
 }
 
+/// Returns the tail `[at, at + len)` of a mapping made by [`map`] to the system; the
+/// rest of the mapping is unchanged. False when the system refuses (then nothing
+/// changed).
+///
+/// # Safety
+/// `at` is page-aligned, `[at, at + len)` is the end of one live mapping made by
+/// [`map`], and nothing uses that range again.
+pub(crate) unsafe fn trim(at: *mut u8, len: usize) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { libc::munmap(at.cast(), len) == 0 }
+}
+
 /// Returns a mapping made by [`map`] to the system.
 ///
 /// # Safety
