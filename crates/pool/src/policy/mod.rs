@@ -16,6 +16,8 @@ mod blocks;
 mod lock_free;
 #[cfg(any(feature = "std", loom))]
 mod locked;
+#[cfg(all(feature = "std", not(loom)))]
+mod per_thread;
 mod single;
 #[cfg(any(feature = "std", loom))]
 mod thread_cached;

@@ -8,25 +8,29 @@
 //! magazines. Releasing pushes onto `loaded`; if it is full and `prev` is empty they
 //! swap; if both are full, `prev` goes to the depot whole and an empty one comes back.
 //!
-//! The per-thread magazines live in a [`thread_local::ThreadLocal`] owned by the
-//! pool. A thread that exits leaves its magazines there; the next thread that gets
-//! the same slot of the `ThreadLocal` (thread ids are reused) takes them over, and
-//! [`Pool::flush`](crate::Pool::flush) hands the calling thread's to the depot at
-//! once. With a fixed capacity, slots parked in other threads' magazines are not
-//! available to this one: size the pool for `threads × 2 × magazine` slots on top of
-//! what is live.
+//! The per-thread magazines are entries of a [`Table`] indexed by thread number (see
+//! [`per_thread`](super::per_thread)). When a thread exits, its magazines go to the
+//! depot, where any thread takes them; [`Pool::flush`](crate::Pool::flush) does that
+//! at once for the calling thread. A pool used on a thread after its exit guard ran (from
+//! a thread-local destructor) takes and gives slots at the depot directly, one at a
+//! time under its lock. With a fixed capacity, slots cached in the magazines of other
+//! live threads are not available to this one: size the pool for
+//! `threads × 2 × magazine` slots on top of what is live.
 
 #[cfg(not(loom))]
 use core::cell::UnsafeCell;
 use core::mem;
 use core::ptr::NonNull;
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 #[cfg(not(loom))]
 use crossbeam_utils::CachePadded;
 
 use super::blocks::Blocks;
+#[cfg(not(loom))]
+use super::per_thread::{self, Table};
 use super::{Capacity, Store};
 use crate::numa::Placement;
 use crate::slab::SlotPtr;
@@ -42,20 +46,108 @@ struct Depot<T> {
     blocks: Blocks<T>,
 }
 
-/// The [`ThreadCached`](super::ThreadCached) store.
-pub struct CachedStore<T> {
+impl<T> Depot<T> {
+    /// Adds block `b`'s slots to `full`, cut into magazines of `magazine`. The slots
+    /// come lowest address last and magazines are taken from the end, so the block is
+    /// handed out in address order.
+    fn cut(&mut self, b: usize, magazine: usize) {
+        let Depot {
+            full,
+            empty,
+            blocks,
+        } = self;
+        let mut slots = blocks.slots(b).peekable();
+        while slots.peek().is_some() {
+            let mut m = empty.pop().unwrap_or_else(|| Vec::with_capacity(magazine));
+            m.extend(slots.by_ref().take(magazine));
+            full.push(m);
+        }
+    }
+
+    /// A full magazine, growing the pool by a block if there is none; `None` when the
+    /// pool cannot grow.
+    fn take_full(&mut self, magazine: usize) -> Option<Vec<SlotPtr<T>>> {
+        if self.full.is_empty() {
+            let b = self.blocks.grow()?;
+            self.cut(b, magazine);
+        }
+        self.full.pop()
+    }
+
+    /// Keeps an empty magazine's buffer for reuse, unless enough are kept already (as
+    /// many as the pool's slots fill magazines, and two more).
+    fn keep_empty(&mut self, m: Vec<SlotPtr<T>>, magazine: usize) {
+        debug_assert!(m.is_empty());
+        if self.empty.len() <= self.blocks.total() / magazine + 2 {
+            self.empty.push(m);
+        }
+    }
+}
+
+/// What the depot shares with exiting threads: it lives in a box of its own, so it
+/// stays where it is when the pool moves.
+struct Shared<T> {
     depot: Mutex<Depot<T>>,
-    /// Each thread's magazines on a cache line of their own: the `ThreadLocal`
-    /// stores its entries side by side, and two threads writing one line would
-    /// undo the point of per-thread caches.
-    #[cfg(not(loom))]
-    caches: thread_local::ThreadLocal<CachePadded<UnsafeCell<Mags<T>>>>,
     magazine: usize,
 }
 
-// SAFETY: the depot is under its mutex; each thread's magazines are reached only by
-// that thread (through the `ThreadLocal`), or through `&mut`. A slot handed from one
-// thread to another goes through the depot's mutex, which orders it.
+impl<T> Shared<T> {
+    /// One free slot straight from the depot (for a thread that has exited).
+    #[cfg(not(loom))]
+    fn pop_one(&self) -> Option<NonNull<T>> {
+        let mut depot = lock(&self.depot);
+        let mut m = depot.take_full(self.magazine)?;
+        let slot = m.pop();
+        if m.is_empty() {
+            depot.keep_empty(m, self.magazine);
+        } else {
+            depot.full.push(m);
+        }
+        slot.map(|s| s.0)
+    }
+
+    /// One slot straight back to the depot (for a thread that has exited).
+    #[cfg(not(loom))]
+    fn push_one(&self, slot: NonNull<T>) {
+        let mut depot = lock(&self.depot);
+        match depot.full.last_mut() {
+            Some(m) if m.len() < self.magazine => m.push(SlotPtr(slot)),
+            _ => {
+                let mut m = depot
+                    .empty
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(self.magazine));
+                m.push(SlotPtr(slot));
+                depot.full.push(m);
+            }
+        }
+    }
+}
+
+/// One thread's entry: its magazines once it has used the pool, on a cache line of
+/// their own (two threads writing one line would undo the point of per-thread caches).
+#[cfg(not(loom))]
+type Entry<T> = CachePadded<UnsafeCell<Option<Mags<T>>>>;
+
+/// The [`ThreadCached`](super::ThreadCached) store.
+pub struct CachedStore<T> {
+    /// Each thread's magazines, by thread number.
+    #[cfg(not(loom))]
+    table: Table<Entry<T>>,
+    /// A `Box<Shared<T>>` turned into a pointer (so that moving the store does not
+    /// claim it unique while exiting threads hold pointers into it); freed on drop.
+    shared: NonNull<Shared<T>>,
+    /// The magazine size (also in `shared`; here for the release fast path).
+    magazine: usize,
+    /// The store's key in the registry of live stores (`per_thread::register`).
+    #[cfg(not(loom))]
+    key: u64,
+}
+
+// SAFETY: the depot is under its mutex; each thread's entry is reached only by that
+// thread (through its number, which no other live thread has), by its exit guard on
+// that same thread, or through `&mut`. A slot handed from one thread to another goes
+// through the depot's mutex, which orders it.
 unsafe impl<T: Send> Send for CachedStore<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for CachedStore<T> {}
@@ -78,43 +170,18 @@ impl<T> Mags<T> {
     pub(crate) fn alloc(&mut self, store: &CachedStore<T>) -> Option<NonNull<T>> {
         match self.loaded.pop() {
             Some(s) => Some(s.0),
-            None => self.refill(store),
+            None => self.refill(store.shared()),
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn refill(&mut self, store: &CachedStore<T>) -> Option<NonNull<T>> {
+    fn refill(&mut self, shared: &Shared<T>) -> Option<NonNull<T>> {
         if self.prev.is_empty() {
-            let mut depot = lock(&store.depot);
-            match depot.full.pop() {
-                Some(full) => {
-                    let empty = mem::replace(&mut self.prev, full);
-                    depot.empty.push(empty);
-                }
-                None => {
-                    let b = depot.blocks.grow()?;
-                    let Depot {
-                        full,
-                        empty,
-                        blocks,
-                    } = &mut *depot;
-                    // The block, cut into magazines: the first one for this thread.
-                    let mut slots = blocks.slots(b);
-                    self.prev.extend(slots.by_ref().take(store.magazine));
-                    loop {
-                        let mut m = empty
-                            .pop()
-                            .unwrap_or_else(|| Vec::with_capacity(store.magazine));
-                        m.extend(slots.by_ref().take(store.magazine));
-                        if m.is_empty() {
-                            empty.push(m);
-                            break;
-                        }
-                        full.push(m);
-                    }
-                }
-            }
+            let mut depot = lock(&shared.depot);
+            let full = depot.take_full(shared.magazine)?;
+            let empty = mem::replace(&mut self.prev, full);
+            depot.keep_empty(empty, shared.magazine);
         }
         mem::swap(&mut self.loaded, &mut self.prev);
         self.loaded.pop().map(|s| s.0)
@@ -125,19 +192,19 @@ impl<T> Mags<T> {
         if self.loaded.len() < store.magazine {
             self.loaded.push(SlotPtr(slot));
         } else {
-            self.spill(slot, store);
+            self.spill(slot, store.shared());
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn spill(&mut self, slot: NonNull<T>, store: &CachedStore<T>) {
+    fn spill(&mut self, slot: NonNull<T>, shared: &Shared<T>) {
         if !self.prev.is_empty() {
-            let mut depot = lock(&store.depot);
+            let mut depot = lock(&shared.depot);
             let fresh = depot
                 .empty
                 .pop()
-                .unwrap_or_else(|| Vec::with_capacity(store.magazine));
+                .unwrap_or_else(|| Vec::with_capacity(shared.magazine));
             let full = mem::replace(&mut self.prev, fresh);
             depot.full.push(full);
         }
@@ -146,51 +213,154 @@ impl<T> Mags<T> {
     }
 
     /// Hands both magazines' slots to the depot.
-    pub(crate) fn flush(&mut self, store: &CachedStore<T>) {
-        let mut depot = lock(&store.depot);
+    fn flush(&mut self, shared: &Shared<T>) {
+        let mut depot = lock(&shared.depot);
         for m in [&mut self.loaded, &mut self.prev] {
             if !m.is_empty() {
                 let spare = depot
                     .empty
                     .pop()
-                    .unwrap_or_else(|| Vec::with_capacity(store.magazine));
+                    .unwrap_or_else(|| Vec::with_capacity(shared.magazine));
                 depot.full.push(mem::replace(m, spare));
             }
         }
     }
+
+    /// Hands both magazines to the depot for good (their thread has exited): those
+    /// with slots join the full ones, and the empty ones' buffers are freed.
+    #[cfg(not(loom))]
+    fn retire(self, shared: &Shared<T>) {
+        let mut empties = Vec::new();
+        {
+            let mut depot = lock(&shared.depot);
+            for m in [self.loaded, self.prev] {
+                if m.is_empty() {
+                    empties.push(m);
+                } else {
+                    depot.full.push(m);
+                }
+            }
+        }
+        drop(empties);
+    }
+}
+
+/// Empties an exited thread's entry into its store's depot (`per_thread`'s exit hook).
+///
+/// # Safety
+/// `shared` is the live `Shared<T>` of a store, and `entry` that store's `Entry<T>` of
+/// the calling thread, which nothing else is using.
+#[cfg(not(loom))]
+unsafe fn retire_entry<T>(shared: *const (), entry: *const ()) {
+    // SAFETY: the caller's contract.
+    let (shared, entry) = unsafe { (&*shared.cast::<Shared<T>>(), &*entry.cast::<Entry<T>>()) };
+    // SAFETY: the calling thread's own entry, not borrowed anywhere else.
+    if let Some(mags) = unsafe { (*entry.get()).take() } {
+        mags.retire(shared);
+    }
 }
 
 impl<T> CachedStore<T> {
-    /// Runs `f` on the calling thread's magazines.
+    /// The depot and what goes with it.
+    #[inline(always)]
+    fn shared(&self) -> &Shared<T> {
+        // SAFETY: made from a box in `with_capacity`, freed only in `drop`.
+        unsafe { self.shared.as_ref() }
+    }
+
+    /// The calling thread's magazines, if it has made them.
+    ///
+    /// Runs `f` on them; `f` (one of `Mags`' methods, which run no user code) must not
+    /// reach the store's per-thread state again.
     #[cfg(not(loom))]
     #[inline(always)]
-    fn with_mags<R>(&self, f: impl FnOnce(&mut Mags<T>) -> R) -> R {
-        let cell = self
-            .caches
-            .get_or(|| CachePadded::new(UnsafeCell::new(Mags::new(self.magazine))));
-        // SAFETY: the `ThreadLocal` gives each thread its own entry, and `f` (one of
-        // `Mags`' methods, which run no user code) does not reach it again.
-        f(unsafe { &mut *cell.get() })
+    fn with_mags<R>(&self, f: impl FnOnce(&mut Mags<T>) -> R) -> Option<R> {
+        let entry = self.table.get(per_thread::current())?;
+        // SAFETY: the entry of this thread's number: only this thread touches it (its
+        // exit guard, on this thread too, runs no pool code while it empties it), and
+        // `f` does not reach it again.
+        let mags = unsafe { &mut *entry.get() }.as_mut()?;
+        Some(f(mags))
+    }
+
+    /// Makes the calling thread's magazines in this store; false if the thread has
+    /// exited (then it has none, and works on the depot directly).
+    #[cfg(not(loom))]
+    #[cold]
+    #[inline(never)]
+    fn make_mags(&self) -> bool {
+        let Some(slot) = per_thread::assign() else {
+            return false;
+        };
+        let entry = self
+            .table
+            .get_or_make(slot, || CachePadded::new(UnsafeCell::new(None)));
+        // SAFETY: this thread's own entry, as in `with_mags`.
+        let mags = unsafe { &mut *entry.get() };
+        if mags.is_none() {
+            *mags = Some(Mags::new(self.magazine));
+            let at: *const Entry<T> = entry;
+            if !per_thread::remember(self.key, at.cast()) {
+                if let Some(m) = mags.take() {
+                    m.retire(self.shared());
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    #[cfg(not(loom))]
+    #[cold]
+    #[inline(never)]
+    fn pop_slow(&self) -> Option<NonNull<T>> {
+        if self.make_mags() {
+            self.with_mags(|m| m.alloc(self)).flatten()
+        } else {
+            self.shared().pop_one()
+        }
+    }
+
+    #[cfg(not(loom))]
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&self, slot: NonNull<T>) {
+        if !(self.make_mags() && self.with_mags(|m| m.free(slot, self)).is_some()) {
+            self.shared().push_one(slot);
+        }
     }
 
     /// Under loom, whose model threads share one OS thread, each call uses fresh
     /// magazines and hands them back at once; the models drive [`Mags`] directly.
     #[cfg(loom)]
-    fn with_mags<R>(&self, f: impl FnOnce(&mut Mags<T>) -> R) -> R {
+    fn with_loom_mags<R>(&self, f: impl FnOnce(&mut Mags<T>) -> R) -> R {
         let mut mags = Mags::new(self.magazine);
         let r = f(&mut mags);
-        mags.flush(self);
+        mags.flush(self.shared());
         r
     }
 
     /// Hands the calling thread's magazines to the depot.
     pub(crate) fn flush_current(&self) {
-        self.with_mags(|m| m.flush(self));
+        #[cfg(not(loom))]
+        self.with_mags(|m| m.flush(self.shared()));
     }
 
     /// Magazines waiting in the depot.
     pub(crate) fn depot_len(&self) -> usize {
-        lock(&self.depot).full.len()
+        lock(&self.shared().depot).full.len()
+    }
+}
+
+impl<T> Drop for CachedStore<T> {
+    fn drop(&mut self) {
+        // From here on no exiting thread reaches this store.
+        #[cfg(not(loom))]
+        per_thread::unregister(self.key);
+        // Every thread's magazines go with the table (dropped with the fields, after
+        // this), and the depot now.
+        // SAFETY: the box `with_capacity` made; nothing uses it any more.
+        drop(unsafe { Box::from_raw(self.shared.as_ptr()) });
     }
 }
 
@@ -208,43 +378,57 @@ unsafe impl<T> Store<T> for CachedStore<T> {
         if magazine == 0 {
             return Err(ConfigError::Zero("magazine"));
         }
-        let blocks = Blocks::new(capacity, placement)?;
-        let mut full = Vec::new();
-        {
-            let mut slots = blocks.slots(0);
-            loop {
-                let mut m = Vec::with_capacity(magazine);
-                m.extend(slots.by_ref().take(magazine));
-                if m.is_empty() {
-                    break;
-                }
-                full.push(m);
-            }
-        }
-        Ok(CachedStore {
-            depot: Mutex::new(Depot {
-                full,
-                empty: Vec::new(),
-                blocks,
-            }),
-            #[cfg(not(loom))]
-            caches: thread_local::ThreadLocal::new(),
+        let mut depot = Depot {
+            full: Vec::new(),
+            empty: Vec::new(),
+            blocks: Blocks::new(capacity, placement)?,
+        };
+        depot.cut(0, magazine);
+        let shared = NonNull::from(Box::leak(Box::new(Shared {
+            depot: Mutex::new(depot),
             magazine,
+        })));
+        #[cfg(not(loom))]
+        let key = {
+            // SAFETY: the box stays where it is until the store is dropped, which
+            // unregisters first; `retire_entry::<T>` is called with it and with this
+            // store's entries only (`make_mags` remembers them under this key).
+            unsafe { per_thread::register(shared.as_ptr().cast_const().cast(), retire_entry::<T>) }
+        };
+        Ok(CachedStore {
+            #[cfg(not(loom))]
+            table: Table::new(),
+            shared,
+            magazine,
+            #[cfg(not(loom))]
+            key,
         })
     }
 
     #[inline(always)]
     fn pop(&self) -> Option<(NonNull<T>, ())> {
-        self.with_mags(|m| m.alloc(self)).map(|p| (p, ()))
+        #[cfg(not(loom))]
+        let p = match self.with_mags(|m| m.alloc(self)) {
+            Some(p) => p,
+            None => self.pop_slow(),
+        };
+        #[cfg(loom)]
+        let p = self.with_loom_mags(|m| m.alloc(self));
+        p.map(|p| (p, ()))
     }
 
     #[inline(always)]
     unsafe fn push(&self, slot: NonNull<T>, _token: ()) {
-        self.with_mags(|m| m.free(slot, self));
+        #[cfg(not(loom))]
+        if self.with_mags(|m| m.free(slot, self)).is_none() {
+            self.push_slow(slot);
+        }
+        #[cfg(loom)]
+        self.with_loom_mags(|m| m.free(slot, self));
     }
 
     fn capacity(&self) -> usize {
-        lock(&self.depot).blocks.total()
+        lock(&self.shared().depot).blocks.total()
     }
 }
 
@@ -277,6 +461,6 @@ impl<'a, T> LoomCache<'a, T> {
 
     /// Hands the magazines to the depot.
     pub fn flush(&mut self) {
-        self.mags.flush(self.store)
+        self.mags.flush(self.store.shared())
     }
 }
