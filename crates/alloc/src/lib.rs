@@ -50,9 +50,15 @@
 //!   page-granular mapping of its own with a 16-byte header. Freed mappings up to 1 MiB
 //!   are cached for reuse; bigger ones are unmapped, returning the memory to the system,
 //!   and one that `realloc` grows moves its mapping (`mremap`) instead of being copied.
+//!   One that `realloc` shrinks stays in place and, when that frees at least 64 KiB,
+//!   gives the tail of its mapping back to the system.
 //! - **The shared heap.** Heap 0 is never claimed: threads that find no free heap (more
 //!   than 127 alive at once), or that allocate while their thread-local storage is being
-//!   destroyed, use it under a spin lock.
+//!   destroyed, use it under a lock that spins briefly, then sleeps on a futex.
+//! - **Fork.** `pthread_atfork` handlers hold every lock of the allocator across a
+//!   `fork`, so a forked child can always allocate, whatever the parent's other threads
+//!   were doing. The heaps those threads owned stay theirs in the child and are not
+//!   reused there.
 //!
 //! Small blocks are never returned to the system: freed blocks go back to their heap's
 //! magazines and depots and are reused, the document's choice.

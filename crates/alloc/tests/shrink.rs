@@ -41,6 +41,12 @@ fn shrinking_big_blocks_returns_their_tails() {
     v.truncate(1 << 20);
     v.shrink_to_fit();
     let after = resident();
+    eprintln!(
+        "resident: {} MiB before, {} MiB with 256 MiB, {} MiB after shrinking to 1 MiB",
+        before / MIB,
+        full / MIB,
+        after / MIB
+    );
     assert!(
         after <= before + 8 * MIB,
         "{} MiB resident before, {} MiB with the buffer, {} MiB after shrinking it to 1 MiB",

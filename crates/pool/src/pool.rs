@@ -238,8 +238,9 @@ impl<T, P: Policy> Pool<T, P> {
 #[cfg(any(feature = "std", loom))]
 impl<T> Pool<T, crate::policy::ThreadCached> {
     /// Hands the calling thread's cached free slots to the shared depot, where any
-    /// thread can take them: call it before a thread that used the pool exits, or
-    /// when a fixed-size pool should stop keeping slots in this thread's cache.
+    /// thread can take them: call it when a fixed-size pool should stop keeping slots
+    /// in this thread's cache (a thread that goes idle for long). A thread's exit does
+    /// the same by itself, also for pools used from its thread-local destructors.
     ///
     /// ```
     /// use handoff_pool::{policy::ThreadCached, Capacity, Pool};

@@ -171,6 +171,9 @@ pub struct LockFree;
 /// releases into its own two magazines with no atomic read-modify-write; it takes the
 /// lock once per magazine it fills or empties. An object may be released on another
 /// thread: the slot joins that thread's magazine and reaches the depot when it is full.
+/// When a thread exits, its magazines go to the depot; the pool may be used from
+/// thread-local destructors, before or after that happens (after it, directly at the
+/// depot).
 #[cfg(any(feature = "std", loom))]
 #[derive(Clone, Copy, Debug)]
 pub struct ThreadCached;
