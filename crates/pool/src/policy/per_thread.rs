@@ -197,20 +197,25 @@ pub(crate) fn assign() -> Option<Slot> {
 }
 
 /// Records that the calling thread made `entry` in the store registered as `key`, so
-/// that its exit empties it. False if the thread's guard is gone (it cannot be while
-/// the thread has a number; the caller then empties the entry itself).
-pub(crate) fn remember(key: u64, entry: *const ()) -> bool {
-    GUARD
-        .try_with(|g| {
-            let mut entries = g.entries.borrow_mut();
-            // Entries of stores dropped since are pruned whenever the list doubles.
-            if entries.len() >= 8 && entries.len().is_power_of_two() {
-                let registry = lock(&REGISTRY);
-                entries.retain(|(k, _)| registry.contains_key(k));
-            }
-            entries.push((key, entry));
-        })
-        .is_ok()
+/// that its exit empties it. Called only while the thread has a number, so its guard is
+/// alive ([`assign`] registers it first, and it marks the thread exited before it
+/// empties anything).
+pub(crate) fn remember(key: u64, entry: *const ()) {
+    let recorded = GUARD.try_with(|g| {
+        let mut entries = g.entries.borrow_mut();
+        // Entries of stores dropped since are pruned whenever the list doubles.
+        if entries.len() >= 8 && entries.len().is_power_of_two() {
+            let registry = lock(&REGISTRY);
+            entries.retain(|(k, _)| registry.contains_key(k));
+        }
+        entries.push((key, entry));
+    });
+    // Were it ever gone, the entry would only keep its slots from other threads: a
+    // leak, not a fault, and no panic in what may be a thread-local destructor.
+    debug_assert!(
+        recorded.is_ok(),
+        "a thread with a number lost its exit guard"
+    );
 }
 
 /// One entry per thread number: buckets of `2^b` entries, made on first use.

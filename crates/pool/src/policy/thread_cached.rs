@@ -300,12 +300,7 @@ impl<T> CachedStore<T> {
         if mags.is_none() {
             *mags = Some(Mags::new(self.magazine));
             let at: *const Entry<T> = entry;
-            if !per_thread::remember(self.key, at.cast()) {
-                if let Some(m) = mags.take() {
-                    m.retire(self.shared());
-                }
-                return false;
-            }
+            per_thread::remember(self.key, at.cast());
         }
         true
     }
