@@ -3,6 +3,14 @@
 //! up to [`LARGE_MAX`] ("large") are kept in a small cache when freed and reused;
 //! bigger ones ("very large") go back to the system on free. A block that `realloc`
 //! shrinks by at least [`TRIM_MIN`] gives the tail of its mapping back at once.
+//!
+//! A mapping the system refuses to unmap (`munmap` fails when splitting a mapping would
+//! exceed the process's mapping limit) is not lost: its pages are released with
+//! `MADV_DONTNEED`, it stays counted as mapped, and it is kept for reuse.
+//!
+//! Small requests the arena cannot serve (no arena could be reserved, or the heap's
+//! region of that class is full) come from the C library's `malloc` with the same
+//! header, marked, rather than a page-granular mapping each.
 
 use crate::class::round_up;
 use crate::lock::Lock;
@@ -21,27 +29,87 @@ const CACHE_SLOTS: usize = 32;
 /// a smaller one keeps the mapping as it is (no system call).
 pub(crate) const TRIM_MIN: usize = 64 << 10;
 
+/// Marks a header's length word: the block came from the C library's `malloc`, and the
+/// header's start word is what `malloc` returned.
+const FROM_LIBC: usize = 1 << (usize::BITS - 1);
+
 pub(crate) static LIVE_BLOCKS: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
 pub(crate) static MAPPED_BYTES: AtomicU64 = AtomicU64::new(0);
+/// `munmap` calls the system refused.
+pub(crate) static UNMAP_FAILURES: AtomicU64 = AtomicU64::new(0);
+/// Small blocks served by the C library because the arena could not.
+pub(crate) static LIBC_BLOCKS: AtomicU64 = AtomicU64::new(0);
 
 struct Cache {
     lock: Lock,
     slots: UnsafeCell<[(usize, *mut u8); CACHE_SLOTS]>,
+    /// Mappings the system refused to unmap, linked through their first two words
+    /// (length, next).
+    kept: UnsafeCell<*mut u8>,
 }
 
-// SAFETY: `slots` is only touched while `lock` is held.
+// SAFETY: `slots` and `kept` are only touched while `lock` is held.
 unsafe impl Sync for Cache {}
 
 static CACHE: Cache = Cache {
     lock: Lock::new(),
     slots: UnsafeCell::new([(0, ptr::null_mut()); CACHE_SLOTS]),
+    kept: UnsafeCell::new(ptr::null_mut()),
 };
 
 fn with_cache<R>(f: impl FnOnce(&mut [(usize, *mut u8); CACHE_SLOTS]) -> R) -> R {
     let _held = CACHE.lock.lock();
     // SAFETY: the lock is held.
     f(unsafe { &mut *CACHE.slots.get() })
+}
+
+/// Unmaps a whole mapping, or, if the system refuses, releases its pages and keeps it
+/// on the list of mappings to reuse (still counted as mapped).
+///
+/// # Safety
+/// `start, len` is exactly one mapping made by `os::map`, page-aligned, that nobody
+/// uses again.
+unsafe fn unmap_or_keep(start: *mut u8, len: usize) {
+    // SAFETY: the caller's contract.
+    if unsafe { os::unmap(start, len) } {
+        MAPPED_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
+        return;
+    }
+    UNMAP_FAILURES.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: the mapping is ours and unused; releasing its pages keeps it mapped.
+    unsafe { os::release(start, len) };
+    let _held = CACHE.lock.lock();
+    // SAFETY: the lock is held; the mapping's first two words are ours to write (a
+    // mapping is at least a page).
+    unsafe {
+        let kept = &mut *CACHE.kept.get();
+        start.cast::<usize>().write(len);
+        start.cast::<*mut u8>().add(1).write(*kept);
+        *kept = start;
+    }
+}
+
+/// Takes a kept mapping (see [`unmap_or_keep`]) of at least `len` bytes, with its
+/// length; `None` when there is none.
+fn take_kept(len: usize) -> Option<(usize, *mut u8)> {
+    let _held = CACHE.lock.lock();
+    // SAFETY: the lock is held; every mapping on the list holds (length, next) in its
+    // first two words.
+    unsafe {
+        let mut link: *mut *mut u8 = CACHE.kept.get();
+        while !(*link).is_null() {
+            let m = *link;
+            let l = m.cast::<usize>().read();
+            let next = m.cast::<*mut u8>().add(1);
+            if l >= len {
+                *link = next.read();
+                return Some((l, m));
+            }
+            link = next;
+        }
+    }
+    None
 }
 
 /// Before a fork (see `crate::fork`): holds the cache's lock across it.
@@ -110,6 +178,13 @@ pub(crate) fn alloc(size: usize, align: usize) -> (*mut u8, bool) {
             fresh = false;
         }
     }
+    if start.is_null() && UNMAP_FAILURES.load(Ordering::Relaxed) > 0 {
+        if let Some((l, s)) = take_kept(len) {
+            start = s;
+            map_len = l;
+            fresh = false;
+        }
+    }
     if start.is_null() {
         start = os::map(len);
         if start.is_null() {
@@ -144,6 +219,32 @@ pub(crate) unsafe fn mapping(p: *mut u8) -> (usize, *mut u8) {
     }
 }
 
+/// Allocates a small block (`size <= MAX_SMALL`) that the arena could not serve, from
+/// the C library's `malloc`, with the header marked [`FROM_LIBC`]. Null when `malloc`
+/// refuses.
+pub(crate) fn alloc_libc(size: usize, align: usize) -> *mut u8 {
+    let Some(total) = size.max(1).checked_add(max_lead(align)) else {
+        return ptr::null_mut();
+    };
+    // SAFETY: `malloc` with a non-zero size; it returns memory aligned to at least 16.
+    let start = unsafe { libc::malloc(total) }.cast::<u8>();
+    if start.is_null() {
+        return ptr::null_mut();
+    }
+    let lead = (start.addr() + HEADER).next_multiple_of(align.max(HEADER)) - start.addr();
+    let p = start.wrapping_add(lead);
+    // SAFETY: `HEADER <= lead` and `lead + size <= total`, so the header and the block
+    // lie inside what `malloc` gave; `p - HEADER` is 8-aligned.
+    unsafe {
+        p.sub(HEADER).cast::<usize>().write(total | FROM_LIBC);
+        p.sub(HEADER / 2).cast::<*mut u8>().write(start);
+    }
+    LIBC_BLOCKS.fetch_add(1, Ordering::Relaxed);
+    LIVE_BLOCKS.fetch_add(1, Ordering::Relaxed);
+    LIVE_BYTES.fetch_add(total as u64, Ordering::Relaxed);
+    p
+}
+
 /// How many bytes the block at `p` may use in place.
 ///
 /// # Safety
@@ -151,7 +252,7 @@ pub(crate) unsafe fn mapping(p: *mut u8) -> (usize, *mut u8) {
 pub(crate) unsafe fn usable(p: *mut u8) -> usize {
     // SAFETY: the caller's contract.
     let (len, start) = unsafe { mapping(p) };
-    len - (p.addr() - start.addr())
+    (len & !FROM_LIBC) - (p.addr() - start.addr())
 }
 
 /// Grows a very large block to `new_size` bytes by moving its mapping (`mremap`)
@@ -172,7 +273,7 @@ pub(crate) unsafe fn remap(p: *mut u8, align: usize, new_size: usize) -> *mut u8
     let Some(new_len) = lead.checked_add(new_size).and_then(|n| round_up(n, PAGE)) else {
         return ptr::null_mut();
     };
-    if align > PAGE || new_len <= LARGE_MAX {
+    if align > PAGE || new_len <= LARGE_MAX || len & FROM_LIBC != 0 {
         return ptr::null_mut();
     }
     // SAFETY: `start, len` is the block's mapping (its header says so), and on success
@@ -208,6 +309,9 @@ pub(crate) unsafe fn remap(p: *mut u8, align: usize, new_size: usize) -> *mut u8
 pub(crate) unsafe fn shrink(p: *mut u8, new_size: usize) {
     // SAFETY: the caller's contract.
     let (len, start) = unsafe { mapping(p) };
+    if len & FROM_LIBC != 0 {
+        return;
+    }
     let lead = p.addr() - start.addr();
     debug_assert!(lead + new_size <= len);
     let Some(new_len) = round_up(lead + new_size.max(1), PAGE) else {
@@ -218,7 +322,8 @@ pub(crate) unsafe fn shrink(p: *mut u8, new_size: usize) {
     }
     // SAFETY: `[start + new_len, start + len)` is the end of the block's own mapping,
     // page-aligned, past every byte the shrunk block uses.
-    if !unsafe { os::trim(start.wrapping_add(new_len), len - new_len) } {
+    if !unsafe { os::unmap(start.wrapping_add(new_len), len - new_len) } {
+        UNMAP_FAILURES.fetch_add(1, Ordering::Relaxed);
         return;
     }
     // SAFETY: the header lies before the block, inside the part of the mapping kept.
@@ -236,6 +341,12 @@ pub(crate) unsafe fn free(p: *mut u8) {
     // SAFETY: the caller's contract.
     let (len, start) = unsafe { mapping(p) };
     LIVE_BLOCKS.fetch_sub(1, Ordering::Relaxed);
+    if len & FROM_LIBC != 0 {
+        LIVE_BYTES.fetch_sub((len & !FROM_LIBC) as u64, Ordering::Relaxed);
+        // SAFETY: `start` is what `malloc` returned for this block, freed once.
+        unsafe { libc::free(start.cast()) };
+        return;
+    }
     LIVE_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
     if len <= LARGE_MAX {
         let kept = with_cache(|slots| match slots.iter().position(|s| s.1.is_null()) {
@@ -249,7 +360,6 @@ pub(crate) unsafe fn free(p: *mut u8) {
             return;
         }
     }
-    MAPPED_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
     // SAFETY: exactly the mapping `alloc` made, no longer used.
-    unsafe { os::unmap(start, len) };
+    unsafe { unmap_or_keep(start, len) };
 }

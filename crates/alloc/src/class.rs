@@ -1,7 +1,7 @@
 //! Size classes and address arithmetic: pure functions of integers, tested under Miri.
 //!
 //! Classes run in half-exponent steps, 8, 16, 24, 32, 48, 64, 96, 128, ... up to
-//! [`MAX_SMALL`] (32 KiB): two classes per power of two, so a block wastes at most a
+//! [`MAX_SMALL`] (256 KiB): two classes per power of two, so a block wastes at most a
 //! third of itself. The class of a size is computed without a branch from the position
 //! of the size's highest set bit and the bit below it.
 //!
@@ -10,6 +10,11 @@
 //! [`CLASS_BITS`] bits its size class, and the low [`REGION_BITS`] bits the offset in
 //! that heap's region for that class. So a free learns the owner and the class from the
 //! pointer alone.
+//!
+//! Where the system refuses that reservation (a limit on the address space, a kernel
+//! with a small one), the allocator reserves a smaller arena of the same shape, with
+//! fewer offset bits per region and perhaps fewer heaps: a [`Geometry`] from
+//! [`GEOMETRIES`].
 
 /// Bits of an arena address that name the owning heap: 128 heaps.
 pub const HEAP_BITS: u32 = 7;
@@ -26,10 +31,11 @@ pub const REGION_SIZE: usize = 1 << REGION_BITS;
 /// Size of the arena.
 pub const ARENA_SIZE: usize = 1 << ARENA_BITS;
 
-/// The largest size served from a size class; larger requests are page-granular.
-pub const MAX_SMALL: usize = 32 * 1024;
-/// Number of size classes: 8, 16, 24, ..., 24576, 32768.
-pub const NUM_CLASSES: usize = 24;
+/// The largest size served from a size class; larger requests are page-granular
+/// mappings of their own.
+pub const MAX_SMALL: usize = 256 * 1024;
+/// Number of size classes: 8, 16, 24, ..., 196608, 262144.
+pub const NUM_CLASSES: usize = 30;
 
 const fn make_sizes() -> [usize; NUM_CLASSES] {
     let mut sizes = [0; NUM_CLASSES];
@@ -117,20 +123,13 @@ const fn class_for_aligned(size: usize, align: usize) -> Option<usize> {
 /// from the arena base; `None` for an address outside the arena.
 #[inline(always)]
 pub const fn decode(offset: usize) -> Option<(usize, usize)> {
-    if offset < ARENA_SIZE {
-        Some((
-            offset >> (CLASS_BITS + REGION_BITS),
-            (offset >> REGION_BITS) & ((1 << CLASS_BITS) - 1),
-        ))
-    } else {
-        None
-    }
+    FULL.decode(offset)
 }
 
 /// Offset from the arena base of the region of `heap` for `class`.
 #[inline(always)]
 pub const fn region_offset(heap: usize, class: usize) -> usize {
-    (heap << (CLASS_BITS + REGION_BITS)) | (class << REGION_BITS)
+    FULL.region_offset(heap, class)
 }
 
 /// The first class slot of a heap's span that no class uses: the depots start there.
@@ -141,36 +140,172 @@ pub const DEPOT_CHUNK: usize = 64 << 10;
 /// `2^REGION_BITS`.
 pub const DEPOT_ENTRY: usize = 4;
 
-/// Entries the depot of class `c` can need: one per block its region can hold.
+/// Entries the depot of class `c` can need in the full arena: one per block its region
+/// can hold.
 #[inline(always)]
 pub const fn depot_capacity(c: usize) -> usize {
-    REGION_SIZE / CLASS_SIZES[c]
+    FULL.depot_capacity(c)
 }
 
-const fn make_depot_offsets() -> [usize; NUM_CLASSES + 1] {
-    let mut offsets = [0; NUM_CLASSES + 1];
-    let mut at = DEPOT_SLOT << REGION_BITS;
-    let mut c = 0;
-    while c < NUM_CLASSES {
-        offsets[c] = at;
-        let bytes = depot_capacity(c) * DEPOT_ENTRY;
-        at += bytes.div_ceil(DEPOT_CHUNK) * DEPOT_CHUNK;
-        c += 1;
+/// Where each class's depot starts in the full arena, as an offset from its heap's span
+/// (the last entry is where the depots end). A depot is the array stack of a class's
+/// free blocks beyond its magazine, kept outside the blocks, in class slots no class
+/// uses.
+pub const DEPOT_OFFSETS: [usize; NUM_CLASSES + 1] = FULL.depot_offsets();
+
+/// The shape of an arena: how many offset bits each region has and how many heaps it
+/// holds. An address reads as `heap | class | offset` in every shape; only the widths
+/// of the fields change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// Bits of the offset inside one region.
+    pub region_bits: u32,
+    /// Heaps in the arena (heap 0, the shared heap, included).
+    pub heaps: usize,
+}
+
+/// The full arena: [`HEAPS`] heaps of 4 GiB regions, 16 TiB.
+pub const FULL: Geometry = Geometry {
+    region_bits: REGION_BITS,
+    heaps: HEAPS,
+};
+
+/// The shapes the allocator tries, largest first, when it reserves its arena: the full
+/// 16 TiB, then 1 TiB, 256 GiB and 64 GiB with every heap, then fewer heaps of 4 MiB
+/// regions (16 GiB, 4 GiB, 1 GiB, 512 MiB, 256 MiB). Threads beyond a smaller arena's
+/// heaps share heap 0.
+pub const GEOMETRIES: [Geometry; 9] = [
+    FULL,
+    Geometry {
+        region_bits: 28,
+        heaps: HEAPS,
+    },
+    Geometry {
+        region_bits: 26,
+        heaps: HEAPS,
+    },
+    Geometry {
+        region_bits: 24,
+        heaps: HEAPS,
+    },
+    Geometry {
+        region_bits: 22,
+        heaps: 32,
+    },
+    Geometry {
+        region_bits: 22,
+        heaps: 8,
+    },
+    Geometry {
+        region_bits: 22,
+        heaps: 4,
+    },
+    Geometry {
+        region_bits: 22,
+        heaps: 2,
+    },
+    Geometry {
+        region_bits: 22,
+        heaps: 1,
+    },
+];
+
+impl Geometry {
+    /// Bytes of one region (one class of one heap).
+    #[inline(always)]
+    pub const fn region_size(self) -> usize {
+        1 << self.region_bits
     }
-    offsets[NUM_CLASSES] = at;
-    offsets
+
+    /// Bytes of one heap's span: its class regions and its depots.
+    #[inline(always)]
+    pub const fn span(self) -> usize {
+        1 << (CLASS_BITS + self.region_bits)
+    }
+
+    /// Bytes of the whole arena.
+    #[inline(always)]
+    pub const fn arena_size(self) -> usize {
+        self.heaps * self.span()
+    }
+
+    /// Where an arena offset belongs: `(heap, class)`; `None` outside the arena.
+    #[inline(always)]
+    pub const fn decode(self, offset: usize) -> Option<(usize, usize)> {
+        if offset < self.arena_size() {
+            Some((
+                offset >> (CLASS_BITS + self.region_bits),
+                (offset >> self.region_bits) & ((1 << CLASS_BITS) - 1),
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Offset from the arena base of the region of `heap` for `class`.
+    #[inline(always)]
+    pub const fn region_offset(self, heap: usize, class: usize) -> usize {
+        (heap << (CLASS_BITS + self.region_bits)) | (class << self.region_bits)
+    }
+
+    /// Entries the depot of class `c` can need: one per block its region can hold.
+    #[inline(always)]
+    pub const fn depot_capacity(self, c: usize) -> usize {
+        self.region_size() / CLASS_SIZES[c]
+    }
+
+    /// Where each class's depot starts, as an offset from its heap's span; the last
+    /// entry is where the depots end.
+    pub const fn depot_offsets(self) -> [usize; NUM_CLASSES + 1] {
+        let mut offsets = [0; NUM_CLASSES + 1];
+        let mut at = DEPOT_SLOT << self.region_bits;
+        let mut c = 0;
+        while c < NUM_CLASSES {
+            offsets[c] = at;
+            let bytes = self.depot_capacity(c) * DEPOT_ENTRY;
+            at += bytes.div_ceil(DEPOT_CHUNK) * DEPOT_CHUNK;
+            c += 1;
+        }
+        offsets[NUM_CLASSES] = at;
+        offsets
+    }
 }
 
-/// Where each class's depot starts, as an offset from its heap's span (the last entry
-/// is where the depots end). A depot is the array stack of a class's free blocks beyond
-/// its magazine, kept outside the blocks, in class slots no class uses.
-pub const DEPOT_OFFSETS: [usize; NUM_CLASSES + 1] = make_depot_offsets();
+const fn make_depot_tables() -> [[usize; NUM_CLASSES + 1]; GEOMETRIES.len()] {
+    let mut tables = [[0; NUM_CLASSES + 1]; GEOMETRIES.len()];
+    let mut g = 0;
+    while g < GEOMETRIES.len() {
+        tables[g] = GEOMETRIES[g].depot_offsets();
+        g += 1;
+    }
+    tables
+}
 
+/// [`Geometry::depot_offsets`] of each of [`GEOMETRIES`].
+pub const DEPOT_TABLES: [[usize; NUM_CLASSES + 1]; GEOMETRIES.len()] = make_depot_tables();
+
+const fn every_geometry_fits() -> bool {
+    let mut g = 0;
+    while g < GEOMETRIES.len() {
+        let geo = GEOMETRIES[g];
+        // Offsets fit depot entries, the depots fit the span, a commit fits a region,
+        // heaps are numbered within the heap bits.
+        if geo.region_bits > u32::BITS
+            || DEPOT_TABLES[g][NUM_CLASSES] > geo.span()
+            || geo.region_size() < (1 << 22)
+            || geo.heaps > HEAPS
+            || geo.heaps == 0
+            || geo.region_size() < MAX_SMALL
+        {
+            return false;
+        }
+        g += 1;
+    }
+    true
+}
+
+const _: () = assert!(every_geometry_fits(), "a geometry does not fit");
 const _: () = assert!(REGION_BITS <= u32::BITS, "depot entries are u32 offsets");
-const _: () = assert!(
-    DEPOT_OFFSETS[NUM_CLASSES] <= 1 << (CLASS_BITS + REGION_BITS),
-    "the depots fit in the heap's span"
-);
 
 /// Rounds `n` up to a multiple of `to` (a power of two); `None` on overflow.
 #[inline]
@@ -207,11 +342,16 @@ mod tests {
 
     #[test]
     fn class_of_is_the_smallest_class_that_fits() {
-        let step = if cfg!(miri) { 7 } else { 1 };
+        // Under Miri, every 7th size up to 32 KiB and every 127th beyond (the class
+        // boundaries are all checked below).
         let mut s = 0;
         while s <= MAX_SMALL {
             assert_eq!(class_of(s), by_search(s), "size {s}");
-            s += step;
+            s += match (cfg!(miri), s < 32 << 10) {
+                (false, _) => 1,
+                (true, true) => 7,
+                (true, false) => 127,
+            };
         }
         // Every class boundary, under Miri too.
         for &size in &CLASS_SIZES {

@@ -9,8 +9,8 @@
 //! allocate while their thread-local storage is being torn down.
 
 use crate::class::{
-    class_size, depot_capacity, region_offset, ARENA_SIZE, CLASS_BITS, DEPOT_CHUNK, DEPOT_ENTRY,
-    DEPOT_OFFSETS, HEAPS, NUM_CLASSES, REGION_BITS, REGION_SIZE,
+    class_size, Geometry, CLASS_BITS, DEPOT_CHUNK, DEPOT_ENTRY, DEPOT_TABLES, GEOMETRIES, HEAPS,
+    NUM_CLASSES,
 };
 use crate::lock::Lock;
 use crate::os;
@@ -30,64 +30,121 @@ const COMMIT: usize = 1 << 20;
 /// at once (`os::populate`): a growing heap takes its page faults in bulk, off the
 /// allocation path, and a small region still costs only the pages it touches.
 const POPULATE_AFTER: usize = 4 << 20;
+/// Classes of blocks up to this size are populated as above; bigger blocks are often
+/// buffers only partly written, so their pages are left to fault in as touched.
+const POPULATE_MAX_BLOCK: usize = 32 << 10;
 
 // ---- the arena -------------------------------------------------------------------
 
 const UNINIT: u8 = 0;
-const STARTING: u8 = 1;
 const READY: u8 = 2;
 const FAILED: u8 = 3;
 
 static ARENA_STATE: AtomicU8 = AtomicU8::new(UNINIT);
+/// Taken by the thread that reserves the arena; others wait on it (it spins briefly,
+/// then sleeps).
+static ARENA_LOCK: Lock = Lock::new();
 /// The arena's first byte (the pointer every block is derived from).
 static ARENA: AtomicPtr<u8> = AtomicPtr::new(ptr::null_mut());
 /// The arena's address, for decoding. Until the arena exists (or when it could not be
 /// reserved) it is a value no user address minus it falls inside the arena.
 static ARENA_ADDR: AtomicUsize = AtomicUsize::new(1 << 63);
+/// Which of [`GEOMETRIES`] the arena has (0, the full one, until it is reserved). Set
+/// before the arena is published as ready; read only by threads that reached the arena
+/// through that publication.
+static GEO: AtomicUsize = AtomicUsize::new(0);
 
-/// The offset of `p` from the arena base; inside the arena when `< ARENA_SIZE`.
+/// The offset of `p` from the arena base; inside the arena when `decode` says so.
 #[inline(always)]
 pub(crate) fn arena_offset(p: *mut u8) -> usize {
     p.addr().wrapping_sub(ARENA_ADDR.load(Ordering::Relaxed))
 }
 
-/// The arena, reserved on first use; `None` if the system refused the reservation
-/// (then every request is served page-granular).
-#[cold]
+/// The arena's shape.
+#[inline(always)]
+pub(crate) fn geometry() -> Geometry {
+    GEOMETRIES[GEO.load(Ordering::Relaxed)]
+}
+
+/// Which of [`GEOMETRIES`] the arena has.
+pub(crate) fn geometry_index() -> usize {
+    GEO.load(Ordering::Relaxed)
+}
+
+/// Whether the arena is the full one, whose layout the free fast path assumes.
+#[inline(always)]
+fn full_arena() -> bool {
+    GEO.load(Ordering::Relaxed) == 0
+}
+
+/// The arena, reserved on first use; `None` if the system refused every reservation
+/// (then small requests are served by the C library's allocator, see `big`).
+#[inline]
 fn arena() -> Option<*mut u8> {
-    loop {
-        match ARENA_STATE.load(Ordering::Acquire) {
-            READY => return Some(ARENA.load(Ordering::Relaxed)),
-            FAILED => return None,
-            UNINIT => {
-                // Before any thread can be half-way through the reservation or take
-                // the shared heap's lock, a fork must find the handlers in place.
-                crate::fork::register();
-                if ARENA_STATE
-                    .compare_exchange(UNINIT, STARTING, Ordering::Acquire, Ordering::Relaxed)
-                    .is_err()
-                {
-                    continue;
-                }
-                let base = os::reserve(ARENA_SIZE, REGION_SIZE);
-                if base.is_null() {
-                    ARENA_STATE.store(FAILED, Ordering::Release);
-                    return None;
-                }
-                ARENA.store(base, Ordering::Relaxed);
-                ARENA_ADDR.store(base.addr(), Ordering::Relaxed);
-                ARENA_STATE.store(READY, Ordering::Release);
-                return Some(base);
-            }
-            // Another thread is reserving it (one `mmap`): let it run.
-            _ => std::thread::yield_now(),
-        }
+    match ARENA_STATE.load(Ordering::Acquire) {
+        READY => Some(ARENA.load(Ordering::Relaxed)),
+        FAILED => None,
+        _ => reserve_arena(),
     }
+}
+
+/// The address space a reduced arena may take: a quarter of the process's limit
+/// (`RLIMIT_AS`), or no bound without one.
+fn address_budget() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `getrlimit` writes the struct it is given and nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } != 0
+        || lim.rlim_cur == libc::RLIM_INFINITY
+    {
+        return usize::MAX;
+    }
+    usize::try_from(lim.rlim_cur / 4).unwrap_or(usize::MAX)
+}
+
+#[cold]
+#[inline(never)]
+fn reserve_arena() -> Option<*mut u8> {
+    // Before any thread can be half-way through the reservation or take the shared
+    // heap's lock, a fork must find the handlers in place.
+    crate::fork::register();
+    let _held = ARENA_LOCK.lock();
+    match ARENA_STATE.load(Ordering::Acquire) {
+        READY => return Some(ARENA.load(Ordering::Relaxed)),
+        FAILED => return None,
+        _ => {}
+    }
+    // The full arena first, whatever the budget: it is only address space. Then the
+    // smaller shapes that fit a quarter of the address-space limit.
+    let budget = address_budget();
+    for (g, geo) in GEOMETRIES.iter().enumerate() {
+        if g > 0 && geo.arena_size() > budget {
+            continue;
+        }
+        let base = os::reserve(geo.arena_size(), geo.region_size());
+        if base.is_null() {
+            continue;
+        }
+        GEO.store(g, Ordering::Relaxed);
+        ARENA.store(base, Ordering::Relaxed);
+        ARENA_ADDR.store(base.addr(), Ordering::Relaxed);
+        ARENA_STATE.store(READY, Ordering::Release);
+        return Some(base);
+    }
+    ARENA_STATE.store(FAILED, Ordering::Release);
+    None
 }
 
 /// Whether the arena has been reserved (for statistics).
 pub(crate) fn arena_ready() -> bool {
     ARENA_STATE.load(Ordering::Acquire) == READY
+}
+
+/// Whether every reservation was refused (for statistics).
+pub(crate) fn arena_failed() -> bool {
+    ARENA_STATE.load(Ordering::Acquire) == FAILED
 }
 
 // ---- heaps -----------------------------------------------------------------------
@@ -165,6 +222,8 @@ pub(crate) struct Bin {
     /// swap and handed out one per allocation (never walked: each link is a line
     /// another core wrote last, and popping one per allocation lets that miss overlap
     /// with the caller's work). Counted neither as listed nor as reclaimed until popped.
+    /// It may hold blocks of another heap's region, borrowed from a heap nobody owns
+    /// (`Heap::borrow`); they are handed out the same way.
     inbox: UnsafeCell<Link>,
     /// The next never-used block of the region (null until first used).
     bump: UnsafeCell<*mut u8>,
@@ -296,7 +355,7 @@ impl Heap {
     fn region_start(&self, c: usize) -> *mut u8 {
         ARENA
             .load(Ordering::Relaxed)
-            .wrapping_add(region_offset(self.index(), c))
+            .wrapping_add(geometry().region_offset(self.index(), c))
     }
 
     /// Allocates a block of class `c`: the magazine, else [`refill`](Self::refill).
@@ -353,7 +412,7 @@ impl Heap {
                 let depot = self.depot(c).add(*len);
                 let start = self.region_start(c).addr();
                 for (k, &p) in slots[..half].iter().enumerate() {
-                    // A block's offset in its region is below 2^REGION_BITS <= 2^32.
+                    // A block's offset in its region is below the region's size, <= 2^32.
                     depot.add(k).write((p.addr() - start) as u32);
                 }
                 *len += half;
@@ -372,9 +431,10 @@ impl Heap {
 
     /// The first entry of class `c`'s depot.
     fn depot(&self, c: usize) -> *mut u32 {
+        let g = geometry_index();
         ARENA
             .load(Ordering::Relaxed)
-            .wrapping_add(region_offset(self.index(), 0) + DEPOT_OFFSETS[c])
+            .wrapping_add(GEOMETRIES[g].region_offset(self.index(), 0) + DEPOT_TABLES[g][c])
             .cast()
     }
 
@@ -394,7 +454,7 @@ impl Heap {
             return false;
         }
         // Free blocks never outnumber the blocks the region holds.
-        debug_assert!(want <= depot_capacity(c));
+        debug_assert!(want <= geometry().depot_capacity(c));
         let per_chunk = DEPOT_CHUNK / DEPOT_ENTRY;
         let to = want.div_ceil(per_chunk) * per_chunk;
         let at = self.depot(c).wrapping_add(*committed).cast::<u8>();
@@ -437,9 +497,9 @@ impl Heap {
             if !inbox.is_null() {
                 let p = *inbox;
                 debug_assert_eq!(
-                    arena_offset(p) >> REGION_BITS,
-                    self.index() << CLASS_BITS | c,
-                    "a returned block came to the wrong heap or class"
+                    geometry().decode(arena_offset(p)).map(|(_, class)| class),
+                    Some(c),
+                    "a returned block came to the wrong class"
                 );
                 // SAFETY: a block of this heap and class that its freeing thread linked
                 // and pushed; the acquire in `take_all` made the link visible.
@@ -483,6 +543,16 @@ impl Heap {
         if got > 0 {
             sub(&bin.listed, got);
         } else {
+            // Before cutting new memory: a heap nobody owns may hold blocks of this
+            // class that other threads returned to it after its thread exited.
+            if any_orphan(c) && self.index() != 0 {
+                // SAFETY: the caller owns the heap; its inbox was found empty above
+                // (the depot and the list were empty too, so it was looked at).
+                let p = unsafe { self.borrow(c) };
+                if !p.is_null() {
+                    return p;
+                }
+            }
             // SAFETY: the caller owns the heap and the arena is reserved.
             unsafe { self.carve(c, want) };
         }
@@ -514,7 +584,7 @@ impl Heap {
                     break;
                 }
                 let committed = end.addr() - start.addr();
-                if committed + COMMIT > REGION_SIZE {
+                if committed + COMMIT > geometry().region_size() {
                     break;
                 }
                 // New memory is about to be committed: first send the remote frees
@@ -524,7 +594,7 @@ impl Heap {
                 if !os::commit(*end, COMMIT) {
                     break;
                 }
-                if committed >= POPULATE_AFTER {
+                if committed >= POPULATE_AFTER && size <= POPULATE_MAX_BLOCK {
                     os::populate(*end, COMMIT);
                 }
                 *end = end.wrapping_add(COMMIT);
@@ -645,6 +715,7 @@ unsafe fn send(ob: &mut Outbox) {
     // SAFETY: the caller's contract.
     unsafe { HEAP[owner].remote[c].push_chain(ob.first, ob.last) };
     *ob = EMPTY_OUTBOX;
+    note_remote(owner, c);
 }
 
 /// The heap a thread without one points at: its magazines are always empty, so every
@@ -655,8 +726,8 @@ pub(crate) static NO_HEAP: Heap = Heap::new();
 /// inside one heap's span.
 const NO_BASE: usize = 1 << 63;
 
-/// Bytes of the arena one heap spans.
-pub(crate) const HEAP_SPAN: usize = 1 << (CLASS_BITS + REGION_BITS);
+/// Bytes of the full arena one heap spans.
+pub(crate) const HEAP_SPAN: usize = 1 << (CLASS_BITS + crate::class::REGION_BITS);
 
 /// Every heap. Heap 0 is the shared one.
 pub(crate) static HEAP: [Heap; HEAPS] = [const { Heap::new() }; HEAPS];
@@ -665,13 +736,185 @@ pub(crate) static HEAP: [Heap; HEAPS] = [const { Heap::new() }; HEAPS];
 pub(crate) static UNBATCHED_REMOTE: [AtomicU64; NUM_CLASSES] =
     [const { AtomicU64::new(0) }; NUM_CLASSES];
 
+/// Heaps a thread owns now (heap 0 not counted).
+static OWNED: AtomicUsize = AtomicUsize::new(0);
+
+/// Times a heap whose class ran dry took the blocks returned to a heap nobody owns.
+pub(crate) static BORROWS: AtomicU64 = AtomicU64::new(0);
+
+// ---- heaps nobody owns -----------------------------------------------------------
+
+/// Per class, the heaps nobody owns that may hold returned blocks of that class (on
+/// their remote stack or in their inbox): bit `h % 64` of word `h / 64`. Only a hint (a
+/// claim decides): whoever gives a heap up sets the bits of the classes it holds
+/// returned blocks of, a thread that sends blocks to a heap nobody owns sets that
+/// class's bit, and whoever takes a heap clears all of its bits.
+static ORPHANS: [[AtomicU64; HEAPS / 64]; NUM_CLASSES] =
+    [const { [const { AtomicU64::new(0) }; HEAPS / 64] }; NUM_CLASSES];
+
+const _: () = assert!(HEAPS.is_multiple_of(64), "orphan masks are whole words");
+
+fn mark_orphan(h: usize, c: usize) {
+    ORPHANS[c][h / 64].fetch_or(1 << (h % 64), Ordering::Relaxed);
+}
+
+/// Clears every class's bit of heap `h`; its new owner calls it.
+fn clear_orphan(h: usize) {
+    for class in &ORPHANS {
+        if class[h / 64].load(Ordering::Relaxed) & (1 << (h % 64)) != 0 {
+            class[h / 64].fetch_and(!(1 << (h % 64)), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether some heap nobody owns may hold free blocks of class `c`.
+#[inline]
+fn any_orphan(c: usize) -> bool {
+    ORPHANS[c].iter().any(|w| w.load(Ordering::Relaxed) != 0)
+}
+
+/// After blocks were pushed onto heap `owner`'s remote stack of class `c`: if nobody
+/// owns it, says so in the hint. The push (a SeqCst swap) and this load, against
+/// [`Heap::give_up`]'s SeqCst store and its look at the stack, are in one total order:
+/// either the pusher sees the heap given up, or the heap's last owner sees the push.
+fn note_remote(owner: usize, c: usize) {
+    if owner != 0 && !HEAP[owner].owned.load(Ordering::SeqCst) {
+        mark_orphan(owner, c);
+    }
+}
+
+impl Heap {
+    /// Whether class `c` of this heap holds blocks other threads returned: taken into
+    /// its inbox, or still on its remote stack.
+    ///
+    /// # Safety
+    /// The caller owns this heap.
+    unsafe fn holds_returned(&self, c: usize) -> bool {
+        // SAFETY: the owner alone touches the inbox.
+        !unsafe { *self.bins[c].inbox.get() }.is_null() || !self.remote[c].is_empty()
+    }
+
+    /// Takes heap `self` for the calling thread if nobody owns it; true if it did.
+    fn try_take(&self) -> bool {
+        if self.owned.load(Ordering::Relaxed)
+            || self
+                .owned
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        OWNED.fetch_add(1, Ordering::Relaxed);
+        clear_orphan(self.index());
+        true
+    }
+
+    /// Gives the heap up: sends the remote frees its thread collected, lets classes
+    /// with no block in use start over, and marks the classes it holds returned blocks
+    /// of in the hint, for a thread that runs out of them.
+    ///
+    /// # Safety
+    /// The caller owns this heap and does not use it afterwards.
+    unsafe fn give_up(&self) {
+        let mut holds = 0u32;
+        // SAFETY: the caller owns the heap.
+        unsafe {
+            self.flush_outboxes();
+            self.reset_idle_classes();
+            for c in 0..NUM_CLASSES {
+                if self.holds_returned(c) {
+                    holds |= 1 << c;
+                }
+            }
+        }
+        // SeqCst: see `note_remote`.
+        self.owned.store(false, Ordering::SeqCst);
+        OWNED.fetch_sub(1, Ordering::Relaxed);
+        for c in 0..NUM_CLASSES {
+            if holds & (1 << c) != 0 || !self.remote[c].is_empty() {
+                mark_orphan(self.index(), c);
+            }
+        }
+    }
+
+    /// When this heap has no free block of class `c` left: takes up to a batch of the
+    /// blocks other threads returned to a heap nobody owns (from its inbox, refilled
+    /// from its remote stack) into this heap's inbox, and hands out the first. The blocks stay that heap's (their
+    /// address says so): freed again, they go back to it as remote frees. Null when no
+    /// heap nobody owns holds any.
+    ///
+    /// # Safety
+    /// The caller owns this heap, and its inbox of class `c` is empty.
+    #[cold]
+    #[inline(never)]
+    unsafe fn borrow(&self, c: usize) -> *mut u8 {
+        let heaps = geometry().heaps;
+        for (word, bits) in ORPHANS[c].iter().enumerate() {
+            let mut bits = bits.load(Ordering::Relaxed);
+            while bits != 0 {
+                let h = word * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if h == 0 || h >= heaps || h == self.index() || !HEAP[h].try_take() {
+                    continue;
+                }
+                let other = &HEAP[h];
+                // SAFETY: this thread owns `other` now, so its inbox is ours to touch;
+                // the chains hold free blocks of class `c`, linked through their first
+                // words, that nobody else can reach.
+                let chain = unsafe {
+                    let inbox = &mut *other.bins[c].inbox.get();
+                    if inbox.is_null() {
+                        *inbox = other.remote[c].take_all();
+                    }
+                    // At most a batch: the rest stays in its inbox for the next
+                    // borrower (or its next owner), so a thread that needs one block
+                    // does not take thousands.
+                    let first = *inbox;
+                    if !first.is_null() {
+                        let mut last = first;
+                        for _ in 1..BATCH {
+                            let after = next(last);
+                            if after.is_null() {
+                                break;
+                            }
+                            last = after;
+                        }
+                        *inbox = next(last);
+                        set_next(last, ptr::null_mut());
+                    }
+                    first
+                };
+                // SAFETY: this thread took `other` and gives it back (marking what it
+                // still holds).
+                unsafe { other.give_up() };
+                if chain.is_null() {
+                    continue;
+                }
+                BORROWS.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: the caller owns this heap; the chain holds free blocks of
+                // class `c`, linked, that nobody else can reach now.
+                unsafe {
+                    *self.bins[c].inbox.get() = next(chain);
+                }
+                add(&self.bins[c].reclaimed, 1);
+                return chain;
+            }
+        }
+        ptr::null_mut()
+    }
+}
+
 // ---- the thread's binding --------------------------------------------------------
 
 const NONE: u8 = 0;
 const OWNER: u8 = 1;
 const CLAIMING: u8 = 2;
+/// On the shared heap for good: the arena could not be reserved, or the exit guard
+/// could not be registered.
 const SHARED: u8 = 3;
 const EXITED: u8 = 4;
+/// On the shared heap because every heap was taken: it claims one when one is free.
+const WAITING: u8 = 5;
 
 /// This thread's heap. No destructor, so it stays readable while the thread's other
 /// thread-locals are destroyed.
@@ -718,15 +961,24 @@ impl Drop for ExitGuard {
             let h = l.release();
             l.mode.set(EXITED);
             if let Some(h) = h {
-                // SAFETY: this thread still owns it.
-                unsafe {
-                    h.flush_outboxes();
-                    h.reset_idle_classes();
-                }
-                h.owned.store(false, Ordering::Release);
+                // SAFETY: this thread still owns it, and its binding is gone.
+                unsafe { h.give_up() };
             }
         });
     }
+}
+
+/// Points the thread's binding at `h`, which it has just taken.
+fn bind(l: &Local, h: &'static Heap) {
+    l.heap.set(h);
+    // The free fast path's one-comparison test assumes the full arena's layout; in a
+    // smaller one every free takes the slow path, which decodes the address.
+    l.base.set(if full_arena() {
+        ARENA_ADDR.load(Ordering::Relaxed) + h.index() * HEAP_SPAN
+    } else {
+        NO_BASE
+    });
+    l.mode.set(OWNER);
 }
 
 /// This thread's heap, claiming one on first use; `None` when the thread uses the
@@ -743,30 +995,25 @@ pub(crate) fn current() -> Option<&'static Heap> {
 #[cold]
 #[inline(never)]
 fn claim(l: &Local) -> Option<&'static Heap> {
-    if l.mode.get() != NONE {
-        return None;
+    match l.mode.get() {
+        NONE => {}
+        // Every heap was taken when it last looked: look again only if one is free.
+        WAITING if OWNED.load(Ordering::Relaxed) + 1 < geometry().heaps => {}
+        _ => return None,
     }
     l.mode.set(CLAIMING);
     // Registering the exit guard may allocate (on systems without
     // `__cxa_thread_atexit_impl`): that allocation sees CLAIMING and uses the shared heap.
-    let Some(base) = arena().filter(|_| EXIT.try_with(|_| ()).is_ok()) else {
+    if arena().filter(|_| EXIT.try_with(|_| ()).is_ok()).is_none() {
         l.mode.set(SHARED);
         return None;
-    };
-    for (i, h) in HEAP.iter().enumerate().skip(1) {
-        if !h.owned.load(Ordering::Relaxed)
-            && h.owned
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        {
-            h.owners.fetch_add(1, Ordering::Relaxed);
-            l.heap.set(h);
-            l.base.set(base.addr() + i * HEAP_SPAN);
-            l.mode.set(OWNER);
-            return Some(h);
-        }
     }
-    l.mode.set(SHARED);
+    if let Some(h) = HEAP[1..geometry().heaps].iter().find(|h| h.try_take()) {
+        h.owners.fetch_add(1, Ordering::Relaxed);
+        bind(l, h);
+        return Some(h);
+    }
+    l.mode.set(WAITING);
     None
 }
 
@@ -847,7 +1094,8 @@ pub(crate) unsafe fn free_small_slow(p: *mut u8, owner: usize, c: usize) {
         None => {
             UNBATCHED_REMOTE[c].fetch_add(1, Ordering::Relaxed);
             // SAFETY: a one-block chain of `owner`'s that nobody uses.
-            unsafe { HEAP[owner].remote[c].push_chain(p, p) }
+            unsafe { HEAP[owner].remote[c].push_chain(p, p) };
+            note_remote(owner, c);
         }
     }
 }
@@ -969,6 +1217,72 @@ mod tests {
             assert!(blocks.iter().all(|p| again.contains(p)), "a block was lost");
             intact(c, &blocks);
             free_all(h, c, &again.into_iter().collect::<Vec<_>>());
+        });
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "maps memory")]
+    #[cfg_attr(
+        handoff_global_alloc,
+        ignore = "the heap it gives up is open to every thread of the binary, which allocates through these heaps too"
+    )]
+    fn blocks_returned_to_a_heap_nobody_owns_are_borrowed_before_new_memory() {
+        // Heap `a` cuts blocks; they are returned to it (as another thread's frees
+        // would be) after it is given up; heap `b`, out of the class, takes them.
+        with_heap(|a| {
+            let c = class_of(700);
+            let blocks = fill(a, c, 100);
+            let bit = |h: usize| ORPHANS[c][h / 64].load(Ordering::Relaxed) & (1 << (h % 64));
+            // `b` is taken first, so that it is not `a` once `a` is given up.
+            with_heap(|b| {
+                OWNED.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: this thread owns `a`, and gives it up here.
+                unsafe { a.give_up() };
+                for &p in &blocks {
+                    // SAFETY: a block of `a` in class `c` that nobody uses.
+                    unsafe { a.remote[c].push_chain(p, p) };
+                    note_remote(a.index(), c);
+                }
+                assert_ne!(
+                    bit(a.index()),
+                    0,
+                    "a heap nobody owns with returned blocks is not marked"
+                );
+                let carved = b.bins[c].carved.load(Ordering::Relaxed);
+                let mut again = HashSet::new();
+                for _ in 0..blocks.len() {
+                    // SAFETY: this thread owns `b` and the arena is reserved.
+                    assert!(again.insert(unsafe { b.alloc(c) }));
+                }
+                assert_eq!(b.bins[c].carved.load(Ordering::Relaxed), carved, "cut anew");
+                assert!(
+                    blocks.iter().all(|p| again.contains(p)),
+                    "not every block reused"
+                );
+                for p in again {
+                    // The blocks are still `a`'s: freed, they go back to it.
+                    assert_eq!(geometry().decode(arena_offset(p)), Some((a.index(), c)));
+                    // SAFETY: as above.
+                    unsafe { a.remote[c].push_chain(p, p) };
+                }
+            });
+            assert!(a.try_take(), "nobody else takes it");
+            assert_eq!(bit(a.index()), 0, "its new owner did not clear the mark");
+            // SAFETY: this thread owns `a` again; the blocks are back on its stack.
+            assert!(unsafe { a.holds_returned(c) });
+            // Its magazine's leftovers come first, then the returned blocks.
+            let mut mine = HashSet::new();
+            while !blocks.iter().all(|p| mine.contains(p)) && mine.len() < 2 * blocks.len() {
+                // SAFETY: this thread owns `a`.
+                let p = unsafe { a.alloc(c) };
+                assert!(mine.insert(p));
+            }
+            assert!(
+                blocks.iter().all(|p| mine.contains(p)),
+                "not every block back"
+            );
+            free_all(a, c, &mine.into_iter().collect::<Vec<_>>());
+            OWNED.fetch_sub(1, Ordering::Relaxed);
         });
     }
 

@@ -1,8 +1,8 @@
 //! `GlobalAlloc` for [`HandoffAlloc`]: the fast paths, inline, and the dispatch to the
 //! slow ones.
 
-use crate::class::{class_for, class_of, decode, ARENA_SIZE, MAX_SMALL, REGION_BITS, REGION_SIZE};
-use crate::heap::{self, arena_offset, LOCAL};
+use crate::class::{class_for, class_of, MAX_SMALL, REGION_BITS, REGION_SIZE};
+use crate::heap::{self, arena_offset, geometry, LOCAL};
 use crate::{big, HandoffAlloc};
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;
@@ -23,6 +23,8 @@ fn pop_local(c: usize) -> *mut u8 {
 
 /// Pushes `p` onto this thread's magazine for class `c` if its address says it is a
 /// block of this thread's heap in class `c` and the magazine has room; false otherwise.
+/// (In an arena smaller than the full one the thread's `base` is `NO_BASE`, so this
+/// is always false and the slow path decodes the address.)
 ///
 /// `c` comes from the layout the caller passes to `dealloc`; the address decides. The
 /// test is one comparison (is the offset of `p` from the thread's heap span inside the
@@ -63,6 +65,7 @@ fn alloc_other(layout: Layout) -> (*mut u8, bool) {
         if !p.is_null() {
             return (p, false);
         }
+        return (big::alloc_libc(layout.size(), layout.align()), false);
     }
     big::alloc(layout.size(), layout.align())
 }
@@ -75,7 +78,7 @@ fn alloc_other(layout: Layout) -> (*mut u8, bool) {
 #[cold]
 #[inline(never)]
 unsafe fn free_slow(p: *mut u8) {
-    match decode(arena_offset(p)) {
+    match geometry().decode(arena_offset(p)) {
         // SAFETY: inside the arena, `p` is a block of heap `owner` in class `c` (the
         // arena's layout), and the caller is done with it.
         Some((owner, c)) => unsafe { heap::free_small_slow(p, owner, c) },
@@ -84,16 +87,18 @@ unsafe fn free_slow(p: *mut u8) {
     }
 }
 
+/// A small request the arena could not serve (no arena, or the region is full).
 #[cold]
 #[inline(never)]
 fn alloc_fallback(layout: Layout) -> *mut u8 {
-    big::alloc(layout.size(), layout.align()).0
+    big::alloc_libc(layout.size(), layout.align())
 }
 
 // SAFETY: every block handed out is either a whole block of a size class at least as big
 // and as aligned as the layout (`class_for`), inside committed memory of the arena and on
 // no free store until freed, or a fresh or cached mapping at least as big, aligned as
-// asked (`big::alloc`). A block goes back to exactly one free store or mapping cache when
+// asked (`big::alloc`), or (when the arena cannot serve a small request) part of a
+// `malloc` block at least as big, aligned as asked (`big::alloc_libc`). A block goes back to exactly one free store or mapping cache when
 // freed; its class and owner are read from its address, which the arena's layout fixes.
 unsafe impl GlobalAlloc for HandoffAlloc {
     #[inline]
@@ -125,7 +130,7 @@ unsafe impl GlobalAlloc for HandoffAlloc {
         let (p, zero) = if layout.align() <= 8 && layout.size() <= MAX_SMALL {
             let p = alloc_small(class_of(layout.size()));
             if p.is_null() {
-                big::alloc(layout.size(), layout.align())
+                (alloc_fallback(layout), false)
             } else {
                 (p, false)
             }
@@ -140,8 +145,9 @@ unsafe impl GlobalAlloc for HandoffAlloc {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let geo = geometry();
         let off = arena_offset(ptr);
-        match decode(off) {
+        match geo.decode(off) {
             Some((_, c)) if class_for(new_size, layout.align()) == Some(c) => return ptr,
             // A big block stays in place while it fits and is still big; a shrink gives
             // the tail of its mapping back.
@@ -153,7 +159,7 @@ unsafe impl GlobalAlloc for HandoffAlloc {
             }
             _ => {}
         }
-        if off >= ARENA_SIZE && new_size > MAX_SMALL {
+        if off >= geo.arena_size() && new_size > MAX_SMALL {
             // A big block that stays big: move its mapping rather than copy it.
             // SAFETY: outside the arena, `ptr` is a live big block with this alignment.
             let moved = unsafe { big::remap(ptr, layout.align(), new_size) };

@@ -24,8 +24,8 @@
 //!   blocks' addresses kept outside the blocks, so spilling and refilling touch no
 //!   block), an empty one refills half from it or, in address order, from never-used
 //!   memory.
-//! - **Half-exponent size classes**: 8, 16, 24, 32, 48, 64, 96, ... 32768, the class
-//!   computed without a branch from the size's top two bits ([`class`]).
+//! - **Half-exponent size classes**: 8, 16, 24, 32, 48, 64, 96, ... 262144 (256 KiB),
+//!   the class computed without a branch from the size's top two bits ([`class`]).
 //! - **The class and the owner are in the pointer.** The allocator reserves one 16 TiB
 //!   range of address space (committed 1 MiB at a time as it is used; once a region has
 //!   4 MiB, each new MiB is backed at once, its page faults taken in one call rather
@@ -42,19 +42,31 @@
 //!   calls [`flush`].
 //! - **Thread exit.** An exiting thread gives its heap back; the next thread to start
 //!   claims it, with its depots and memory, and reclaims the blocks freed to it in
-//!   between. Blocks live at exit and freed later by others are therefore never lost.
+//!   between. Blocks live at exit and freed later by others are therefore never lost,
+//!   and they do not wait for that: a heap that runs out of a class, before it cuts new
+//!   memory, borrows up to 64 blocks of it that other threads returned to a heap nobody
+//!   owns (freed again, they go back to that heap).
 //!   A class whose blocks are all free when its thread exits (or when its magazine and
 //!   list run dry) starts over at its region's start, so the next owner gets blocks
 //!   in address order from memory already committed, not in the order of the frees.
-//! - **Big blocks.** Above 32 KiB (or aligned beyond what a class gives), a block is a
+//! - **Big blocks.** Above 256 KiB (or aligned beyond what a class gives), a block is a
 //!   page-granular mapping of its own with a 16-byte header. Freed mappings up to 1 MiB
 //!   are cached for reuse; bigger ones are unmapped, returning the memory to the system,
 //!   and one that `realloc` grows moves its mapping (`mremap`) instead of being copied.
 //!   One that `realloc` shrinks stays in place and, when that frees at least 64 KiB,
 //!   gives the tail of its mapping back to the system.
 //! - **The shared heap.** Heap 0 is never claimed: threads that find no free heap (more
-//!   than 127 alive at once), or that allocate while their thread-local storage is being
-//!   destroyed, use it under a lock that spins briefly, then sleeps on a futex.
+//!   than 127 alive at once; they claim one as soon as one is free), or that allocate
+//!   while their thread-local storage is being destroyed, use it under a lock that spins
+//!   briefly, then sleeps on a futex.
+//! - **The operating system's limits.** Where the 16 TiB reservation is refused (a
+//!   limit on the address space, `ulimit -v`; a kernel with a small one), the arena is
+//!   a smaller one of the same layout that fits a quarter of the limit
+//!   ([`class::GEOMETRIES`]); there every free takes the slow path, which decodes the
+//!   address. Small requests no arena can serve (none could be reserved, or a heap's
+//!   4 GiB region of the class is full) come from the C library's `malloc`. A mapping
+//!   the system refuses to unmap is kept for reuse, its pages released.
+//!   [`stats`] reports the mode ([`ArenaMode`]).
 //! - **Fork.** `pthread_atfork` handlers hold every lock of the allocator across a
 //!   `fork`, so a forked child can always allocate, whatever the parent's other threads
 //!   were doing. The heaps those threads owned stay theirs in the child and are not
@@ -95,7 +107,7 @@ mod stats;
 mod sync;
 
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
-pub use stats::{heap_stats, stats, HeapStats, Stats};
+pub use stats::{heap_stats, stats, ArenaMode, HeapStats, Stats};
 
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod imp;

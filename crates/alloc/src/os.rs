@@ -97,23 +97,24 @@ pub(crate) unsafe fn remap(at: *mut u8, len: usize, new_len: usize) -> *mut u8 {
     }
 }
 
-/// Returns the tail `[at, at + len)` of a mapping made by [`map`] to the system; the
-/// rest of the mapping is unchanged. False when the system refuses (then nothing
-/// changed).
+/// Returns `[at, at + len)`, a whole mapping made by [`map`] or the page-aligned tail
+/// of one, to the system. False when the system refuses (`munmap` of part of a mapping
+/// splits it, which fails at the process's mapping limit); then nothing changed.
 ///
 /// # Safety
-/// `at` is page-aligned, `[at, at + len)` is the end of one live mapping made by
-/// [`map`], and nothing uses that range again.
-pub(crate) unsafe fn trim(at: *mut u8, len: usize) -> bool {
+/// `at` is page-aligned, `[at, at + len)` is one live mapping made by [`map`] or the
+/// end of one, and nothing uses that range again.
+pub(crate) unsafe fn unmap(at: *mut u8, len: usize) -> bool {
     // SAFETY: the caller's contract.
     unsafe { libc::munmap(at.cast(), len) == 0 }
 }
 
-/// Returns a mapping made by [`map`] to the system.
+/// Gives the memory behind `[at, at + len)` back to the system while keeping the range
+/// mapped: the next touch reads zeros. Only a hint; it changes no mapping.
 ///
 /// # Safety
-/// `at` and `len` are exactly one mapping made by [`map`], and nothing uses it again.
-pub(crate) unsafe fn unmap(at: *mut u8, len: usize) {
+/// `[at, at + len)` is page-aligned, mapped by [`map`], and its contents are not needed.
+pub(crate) unsafe fn release(at: *mut u8, len: usize) {
     // SAFETY: the caller's contract.
-    unsafe { libc::munmap(at.cast(), len) };
+    unsafe { libc::madvise(at.cast(), len, libc::MADV_DONTNEED) };
 }

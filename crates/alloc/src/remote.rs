@@ -70,10 +70,12 @@ impl RemoteStack {
             // succeeds, no other thread can reach it.
             unsafe { set_next(last, head) };
             // Release: the owner that takes the chain sees the links and everything
-            // the freeing threads wrote before they freed the blocks.
+            // the freeing threads wrote before they freed the blocks. SeqCst (the same
+            // locked instruction on x86): the pusher's next look at whether the heap
+            // has an owner is ordered after the push (see `is_empty`).
             match self
                 .head
-                .compare_exchange_weak(head, first, Ordering::Release, Ordering::Relaxed)
+                .compare_exchange_weak(head, first, Ordering::SeqCst, Ordering::Relaxed)
             {
                 Ok(_) => return,
                 Err(now) => head = now,
@@ -92,9 +94,12 @@ impl RemoteStack {
         self.head.swap(ptr::null_mut(), Ordering::Acquire)
     }
 
-    /// Whether the stack looks empty right now.
+    /// Whether the stack looks empty right now. SeqCst, with the push's swap: a thread
+    /// that gives its heap up (a SeqCst store) and then finds the stack empty, and a
+    /// pusher that then looks whether the heap has an owner (a SeqCst load), cannot
+    /// both miss each other.
     pub fn is_empty(&self) -> bool {
-        self.head.load(Ordering::Relaxed).is_null()
+        self.head.load(Ordering::SeqCst).is_null()
     }
 }
 

@@ -2,13 +2,37 @@
 
 use crate::big;
 use crate::class::{class_size, HEAPS, NUM_CLASSES};
-use crate::heap::{HEAP, UNBATCHED_REMOTE};
+use crate::heap::{self, HEAP, UNBATCHED_REMOTE};
 use core::sync::atomic::Ordering;
+
+/// How the allocator's arena was reserved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ArenaMode {
+    /// Not yet: nothing has allocated through the allocator.
+    #[default]
+    NotReserved,
+    /// The full 16 TiB arena: 127 heaps of 4 GiB per size class, and the fast free path.
+    Full,
+    /// A smaller arena, because the system refused the full one (a limit on the address
+    /// space, `ulimit -v`, or a kernel with a small one). Its size, regions and heaps
+    /// are in [`Stats`]; every free takes the slow path, which decodes the address.
+    Reduced,
+    /// No arena could be reserved: small requests go to the C library's `malloc`.
+    Unavailable,
+}
 
 /// Process totals. Taken while other threads allocate, the figures are each read at a
 /// slightly different moment; once they stop, they are exact.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
+    /// How the arena was reserved.
+    pub arena_mode: ArenaMode,
+    /// Bytes of address space the arena reserves (0 without one).
+    pub arena_bytes: u64,
+    /// Bytes of one heap's region for one size class.
+    pub region_bytes: u64,
+    /// Heaps in the arena, the shared heap 0 included.
+    pub heaps: usize,
     /// Heaps a thread owns now.
     pub heaps_owned: usize,
     /// Heaps ever claimed by a thread.
@@ -17,9 +41,12 @@ pub struct Stats {
     pub small_blocks_live: u64,
     /// Their bytes, counted at their class size.
     pub small_bytes_live: u64,
-    /// Big blocks (own mappings) allocated and not yet freed.
+    /// Blocks outside the arena allocated and not yet freed: big blocks (mappings of
+    /// their own) and small blocks the C library served (see
+    /// [`libc_blocks`](Self::libc_blocks)).
     pub big_blocks_live: u64,
-    /// Their bytes, counted at their mapping length.
+    /// Their bytes, counted at their mapping length (for the C library's blocks, the
+    /// length asked of it).
     pub big_bytes_live: u64,
     /// Blocks freed by a thread other than their heap's owner.
     pub remote_frees: u64,
@@ -28,8 +55,17 @@ pub struct Stats {
     /// Arena memory made usable (it is backed by physical memory only once touched).
     pub committed_bytes: u64,
     /// Everything mapped: committed arena memory plus big blocks' mappings (cached
-    /// ones included).
+    /// ones included, and those the system refused to unmap).
     pub mapped_bytes: u64,
+    /// `munmap` calls the system refused (at the process's mapping limit): the mapping
+    /// was kept, its pages released, and it is reused.
+    pub unmap_failures: u64,
+    /// Small blocks the arena could not serve (no arena, or a heap's region of that
+    /// class full) that came from the C library's `malloc` instead, ever.
+    pub libc_blocks: u64,
+    /// Times a heap that ran out of a class took the blocks other threads had returned
+    /// to a heap nobody owns (its thread exited), rather than cut new ones.
+    pub orphan_borrows: u64,
 }
 
 /// One heap's figures.
@@ -50,7 +86,8 @@ pub struct HeapStats {
     pub bytes_live: u64,
     /// Blocks of other heaps its thread has freed (sent to their owners).
     pub remote_frees_sent: u64,
-    /// Its blocks freed by other threads and taken back.
+    /// Blocks freed by other threads that it took back and handed out: its own, and
+    /// those it borrowed from heaps nobody owns.
     pub remote_frees_reclaimed: u64,
     /// Arena memory committed for it.
     pub committed_bytes: u64,
@@ -94,6 +131,22 @@ pub fn heap_stats(index: usize) -> Option<HeapStats> {
 /// ```
 pub fn stats() -> Stats {
     let mut s = Stats::default();
+    if heap::arena_ready() {
+        let geo = heap::geometry();
+        s.arena_mode = if heap::geometry_index() == 0 {
+            ArenaMode::Full
+        } else {
+            ArenaMode::Reduced
+        };
+        s.arena_bytes = geo.arena_size() as u64;
+        s.region_bytes = geo.region_size() as u64;
+        s.heaps = geo.heaps;
+    } else if heap::arena_failed() {
+        s.arena_mode = ArenaMode::Unavailable;
+    }
+    s.unmap_failures = big::UNMAP_FAILURES.load(Ordering::Relaxed);
+    s.libc_blocks = big::LIBC_BLOCKS.load(Ordering::Relaxed);
+    s.orphan_borrows = heap::BORROWS.load(Ordering::Relaxed);
     let mut live = [0i64; NUM_CLASSES];
     for (i, h) in HEAP.iter().enumerate().take(HEAPS) {
         let owners = h.owners.load(Ordering::Relaxed);

@@ -67,8 +67,9 @@ fn shrinking_big_blocks_returns_their_tails() {
     assert!(v[1 << 20..].iter().all(|&b| b == 2));
     drop(v);
 
-    // Blocks of the cached size range (up to 1 MiB), at alignments up to two pages:
-    // the tail goes back, the block stays where it is, and it frees normally.
+    // Blocks of the cached size range (up to 1 MiB), at alignments up to two pages,
+    // shrunk to a size still above the size classes (256 KiB): the tail goes back, the
+    // block stays where it is, and it frees normally.
     for align in [8, 4096, 8192] {
         let layout = Layout::from_size_align(900 << 10, align).unwrap();
         // SAFETY: a non-zero layout.
@@ -78,28 +79,28 @@ fn shrinking_big_blocks_returns_their_tails() {
         unsafe { p.write_bytes(7, layout.size()) };
         let held = handoff_alloc::stats().big_bytes_live;
         // SAFETY: `p` is live with `layout`; the new size is non-zero.
-        let q = unsafe { GLOBAL.realloc(p, layout, 100 << 10) };
+        let q = unsafe { GLOBAL.realloc(p, layout, 300 << 10) };
         assert_eq!(q, p, "a shrinking big block stays in place");
         let kept = handoff_alloc::stats().big_bytes_live;
         assert!(
-            kept + (700 << 10) <= held,
+            kept + (550 << 10) <= held,
             "align {align}: {held} -> {kept} big-block bytes live"
         );
-        // SAFETY: `q` is live with 100 KiB.
-        let bytes = unsafe { std::slice::from_raw_parts(q, 100 << 10) };
+        // SAFETY: `q` is live with 300 KiB.
+        let bytes = unsafe { std::slice::from_raw_parts(q, 300 << 10) };
         assert!(bytes.iter().all(|&b| b == 7));
         // A small shrink (under 64 KiB freed) keeps the mapping as it is.
-        // SAFETY: `q` is live with 100 KiB at `align`.
+        // SAFETY: `q` is live with 300 KiB at `align`.
         let r = unsafe {
             GLOBAL.realloc(
                 q,
-                Layout::from_size_align(100 << 10, align).unwrap(),
-                90 << 10,
+                Layout::from_size_align(300 << 10, align).unwrap(),
+                290 << 10,
             )
         };
         assert_eq!(r, q);
         assert_eq!(handoff_alloc::stats().big_bytes_live, kept);
-        // SAFETY: `r` is live with 90 KiB at `align`.
-        unsafe { GLOBAL.dealloc(r, Layout::from_size_align(90 << 10, align).unwrap()) };
+        // SAFETY: `r` is live with 290 KiB at `align`.
+        unsafe { GLOBAL.dealloc(r, Layout::from_size_align(290 << 10, align).unwrap()) };
     }
 }

@@ -1,0 +1,302 @@
+//! Heaps whose threads have exited: the blocks other threads free to them afterwards
+//! are used again by live threads that run out of their class, instead of waiting for
+//! a new thread to claim that exact heap; a class left all free starts over in address
+//! order; a thread that found every heap taken gets one as soon as one is free.
+//!
+//! They follow particular heaps and blocks through the allocator's statistics, so they
+//! run one after the other in one test of their own binary: a test harness thread
+//! waiting for its turn could otherwise own the heap one of them watches.
+
+#![cfg(target_os = "linux")]
+
+use handoff_alloc::HandoffAlloc;
+use std::alloc::{GlobalAlloc, Layout};
+use std::hint::black_box;
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread;
+
+// Under `--cfg handoff_global_alloc` the crate installs it itself.
+#[cfg_attr(not(handoff_global_alloc), global_allocator)]
+static GLOBAL: HandoffAlloc = HandoffAlloc;
+
+const WORKERS: usize = 100;
+const PER_WORKER: usize = 1000;
+
+/// Blocks cut from the arena so far, over every heap.
+fn carved() -> u64 {
+    (0..128)
+        .filter_map(handoff_alloc::heap_stats)
+        .map(|h| h.blocks_carved)
+        .sum()
+}
+
+type Block = Box<[u64; 12]>;
+
+fn blocks_freed_to_exited_workers_are_reused() {
+    // The workers run at once, so each has a heap of its own; each hands its blocks
+    // to this thread and exits.
+    let start = Arc::new(Barrier::new(WORKERS));
+    let (tx, rx) = mpsc::channel::<Vec<Block>>();
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|w| {
+            let (start, tx) = (start.clone(), tx.clone());
+            thread::spawn(move || {
+                start.wait();
+                let blocks: Vec<Block> = (0..PER_WORKER)
+                    .map(|k| black_box(Box::new([(w * PER_WORKER + k) as u64; 12])))
+                    .collect();
+                tx.send(blocks).unwrap();
+            })
+        })
+        .collect();
+    drop(tx);
+    let batches: Vec<Vec<Block>> = rx.iter().collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(batches.len(), WORKERS);
+    // Freed here, after their owners exited: remote frees to heaps nobody owns.
+    drop(batches);
+    handoff_alloc::flush();
+
+    let before = carved();
+    let again: Vec<Block> = (0..WORKERS * PER_WORKER)
+        .map(|k| black_box(Box::new([k as u64; 12])))
+        .collect();
+    let cut = carved() - before;
+    eprintln!(
+        "{} blocks allocated after {WORKERS} workers exited: {cut} cut anew",
+        again.len()
+    );
+    assert!(
+        cut < (WORKERS * PER_WORKER / 10) as u64,
+        "{cut} of {} blocks were cut anew while {} freed ones waited on exited heaps",
+        again.len(),
+        WORKERS * PER_WORKER
+    );
+    assert!(again.iter().enumerate().all(|(k, b)| b[11] == k as u64));
+}
+
+fn a_thread_on_the_shared_heap_gets_one_when_a_heap_frees_up() {
+    // Threads claim heaps until one finds none left. Each serves the questions it is
+    // sent (which heap do you allocate from now?) until its channel closes.
+    let mut holders = Vec::new();
+    let shared = loop {
+        let (report, reported) = mpsc::channel();
+        let (ask, questions) = mpsc::channel::<mpsc::Sender<Option<usize>>>();
+        let t = thread::spawn(move || {
+            drop(black_box(Box::new(0u8)));
+            report.send(handoff_alloc::thread_heap()).unwrap();
+            for answer in questions {
+                drop(black_box(vec![0u64; 4]));
+                answer.send(handoff_alloc::thread_heap()).unwrap();
+            }
+        });
+        let heap = reported.recv().unwrap();
+        holders.push((ask, t));
+        if heap.is_none() {
+            break holders.len() - 1;
+        }
+        assert!(holders.len() < 1000, "heaps never ran out");
+    };
+    let heap_of = |ask: &mpsc::Sender<mpsc::Sender<Option<usize>>>| {
+        let (answer, got) = mpsc::channel();
+        ask.send(answer).unwrap();
+        got.recv().unwrap()
+    };
+    assert_eq!(heap_of(&holders[shared].0), None, "every heap is taken");
+    // One holder exits: its heap is free.
+    let (ask, t) = holders.remove(0);
+    drop(ask);
+    t.join().unwrap();
+    let shared = holders.len() - 1;
+    assert!(
+        heap_of(&holders[shared].0).is_some(),
+        "the thread stayed on the shared heap"
+    );
+    for (ask, t) in holders {
+        drop(ask);
+        t.join().unwrap();
+    }
+}
+
+const SCALE: usize = if cfg!(debug_assertions) { 1 } else { 10 };
+
+/// A value whose bytes say who made it, checked when it is dropped.
+struct Tagged(Vec<u64>);
+
+impl Tagged {
+    fn new(tag: u64, len: usize) -> Tagged {
+        Tagged(
+            (0..len as u64)
+                .map(|i| tag ^ i.wrapping_mul(0x9e37_79b9))
+                .collect(),
+        )
+    }
+    fn check(&self, tag: u64) {
+        for (i, &w) in self.0.iter().enumerate() {
+            assert_eq!(
+                w,
+                tag ^ (i as u64).wrapping_mul(0x9e37_79b9),
+                "corrupted block"
+            );
+        }
+    }
+}
+
+fn a_thread_that_exits_with_live_blocks_leaves_them_collectable() {
+    let n = 10_000 * SCALE;
+    // The freeing thread claims its own heap first, so the exited thread's heap is
+    // not the one it gets.
+    let (give, take) = mpsc::channel::<Vec<Tagged>>();
+    let freer = thread::spawn(move || {
+        drop(Box::new(0u8));
+        let mine = handoff_alloc::thread_heap();
+        let blocks = take.recv().unwrap();
+        for b in &blocks {
+            b.check(b.0[0]);
+        }
+        drop(blocks);
+        handoff_alloc::flush();
+        mine
+    });
+    let (blocks, heap) = thread::spawn(move || {
+        let blocks: Vec<Tagged> = (0..n).map(|i| Tagged::new(i as u64, 1 + i % 8)).collect();
+        (
+            blocks,
+            handoff_alloc::thread_heap().expect("an allocating thread has a heap"),
+        )
+        // The thread exits here, its blocks alive in the other thread.
+    })
+    .join()
+    .unwrap();
+    let before = handoff_alloc::heap_stats(heap).unwrap();
+    assert!(before.blocks_live >= n as u64, "{before:?}");
+    give.send(blocks).unwrap();
+    assert_ne!(freer.join().unwrap(), Some(heap));
+    // The blocks wait on the exited thread's heap until a thread whose own heap runs
+    // dry of their class takes them (or a new thread claims that heap).
+    let reclaimed = || handoff_alloc::stats().remote_frees_reclaimed;
+    let want = reclaimed() + n as u64;
+    let got = thread::spawn(move || {
+        let mut v: Vec<Vec<u64>> = Vec::new();
+
+        for i in 0..8 * n {
+            v.push(vec![i as u64; 1 + i % 8]);
+            if i % 64 == 0 && reclaimed() >= want {
+                break;
+            }
+        }
+        assert!(v.iter().enumerate().all(|(i, b)| b[0] == i as u64));
+        reclaimed()
+    })
+    .join()
+    .unwrap();
+    assert!(
+        got >= want,
+        "the exited thread's blocks were not taken back: {got} of {want} reclaimed, heap \
+         {heap} {:?}",
+        handoff_alloc::heap_stats(heap)
+    );
+}
+
+/// A job for a thread that owns a given heap.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs `f` on a new thread that owns heap `heap`: new threads claim heaps and hold
+/// them until one has it (a thread claims the lowest free heap), then that one runs `f`
+/// and the others exit.
+fn on_heap(heap: usize, f: impl FnOnce() + Send + 'static) {
+    let (report, reports) = mpsc::channel();
+    let mut holders = Vec::new();
+    let mut found = None;
+    for _ in 0..127 {
+        let (go, wait) = mpsc::channel::<Option<Job>>();
+        let report = report.clone();
+        holders.push((
+            go,
+            thread::spawn(move || {
+                drop(Box::new(0u8));
+                report.send(handoff_alloc::thread_heap()).unwrap();
+                if let Some(job) = wait.recv().unwrap() {
+                    job();
+                }
+            }),
+        ));
+        if reports.recv().unwrap() == Some(heap) {
+            found = Some(holders.len() - 1);
+            break;
+        }
+    }
+    let found = found.expect("no new thread got the heap");
+    let mut job: Option<Job> = Some(Box::new(f));
+    for (i, (go, h)) in holders.into_iter().enumerate() {
+        go.send(if i == found { job.take() } else { None }).unwrap();
+        h.join().unwrap();
+    }
+}
+
+fn a_class_left_all_free_at_thread_exit_starts_over_in_address_order() {
+    // 16 KiB + 1 to 24 KiB: a class no other test here uses.
+    const SIZE: usize = 20_000;
+    const BLOCK: usize = 24 * 1024;
+    let layout = Layout::from_size_align(SIZE, 8).unwrap();
+    let alloc_all = move |n: usize| -> Vec<usize> {
+        (0..n)
+            .map(|i| {
+                // SAFETY: a valid non-zero layout.
+                let p = unsafe { GLOBAL.alloc(layout) };
+                assert!(!p.is_null());
+                // SAFETY: a fresh block of SIZE bytes.
+                unsafe { p.write_bytes(i as u8, SIZE) };
+                p as usize
+            })
+            .collect()
+    };
+    let free_all = move |blocks: &[usize]| {
+        for &p in blocks {
+            // SAFETY: allocated by `alloc_all` with this layout, freed once.
+            unsafe { GLOBAL.dealloc(p as *mut u8, layout) };
+        }
+    };
+    let (heap, lowest, carved) = thread::spawn(move || {
+        let blocks = alloc_all(300);
+        let heap = handoff_alloc::thread_heap().unwrap();
+        let carved = handoff_alloc::heap_stats(heap).unwrap().blocks_carved;
+        assert!(carved >= 300, "{carved}");
+        // Freed in a scrambled order, which is the order the free list keeps.
+        let mut order = blocks.clone();
+        order.sort_by_key(|&p| p.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        free_all(&order);
+        (heap, *blocks.iter().min().unwrap(), carved)
+    })
+    .join()
+    .unwrap();
+    // The heap may hold other classes' blocks from earlier threads; this class's 300
+    // (and more, cut a magazine at a time) are forgotten.
+    let after = handoff_alloc::heap_stats(heap).unwrap();
+    assert!(
+        after.blocks_carved + 300 <= carved,
+        "the exited thread's free blocks were not forgotten: {carved} cut before, {after:?}"
+    );
+    on_heap(heap, move || {
+        let blocks = alloc_all(300);
+        assert_eq!(
+            blocks[0], lowest,
+            "the class starts over at the same memory"
+        );
+        assert!(
+            blocks.windows(2).all(|w| w[1] == w[0] + BLOCK),
+            "not in address order"
+        );
+        free_all(&blocks);
+    });
+}
+
+#[test]
+fn heaps_of_exited_threads() {
+    blocks_freed_to_exited_workers_are_reused();
+    a_thread_that_exits_with_live_blocks_leaves_them_collectable();
+    a_class_left_all_free_at_thread_exit_starts_over_in_address_order();
+    a_thread_on_the_shared_heap_gets_one_when_a_heap_frees_up();
+}
