@@ -29,6 +29,11 @@ pub enum ConfigError {
     },
     /// The memory could not be placed as asked (see [`crate::numa`]).
     Numa(crate::numa::NumaError),
+    /// A magazine of more slots than [`MAX_MAGAZINE`](crate::policy::MAX_MAGAZINE).
+    MagazineTooLarge {
+        /// The magazine size asked for.
+        magazine: usize,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -47,6 +52,11 @@ impl fmt::Display for ConfigError {
                 )
             }
             ConfigError::Numa(e) => write!(f, "{e}"),
+            ConfigError::MagazineTooLarge { magazine } => write!(
+                f,
+                "a magazine of {magazine} slots is more than the {} a pool accepts",
+                crate::policy::MAX_MAGAZINE
+            ),
         }
     }
 }

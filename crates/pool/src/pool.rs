@@ -7,7 +7,7 @@ use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
 use crate::numa::Placement;
-use crate::policy::{Capacity, Policy, SingleThreaded, Store, DEFAULT_MAGAZINE};
+use crate::policy::{Capacity, Policy, SingleThreaded, Store, DEFAULT_MAGAZINE, MAX_MAGAZINE};
 use crate::sync::{AtomicU64, Ordering};
 use crate::{ConfigError, Exhausted, Foreign};
 
@@ -76,6 +76,8 @@ impl<T, P: Policy> Pool<T, P> {
     /// use handoff_pool::{policy::ThreadCached, Capacity, ConfigError, Pool};
     /// let bad = Pool::<u64, ThreadCached>::with_magazine(Capacity::Fixed(64), 0);
     /// assert_eq!(bad.unwrap_err(), ConfigError::Zero("magazine"));
+    /// let huge = Pool::<u64, ThreadCached>::with_magazine(Capacity::Fixed(64), usize::MAX);
+    /// assert_eq!(huge.unwrap_err(), ConfigError::MagazineTooLarge { magazine: usize::MAX });
     /// ```
     pub fn with_magazine(capacity: Capacity, magazine: usize) -> Result<Self, ConfigError> {
         Self::with_options(capacity, magazine, Placement::Default)
@@ -111,6 +113,9 @@ impl<T, P: Policy> Pool<T, P> {
     ) -> Result<Self, ConfigError> {
         if magazine == 0 {
             return Err(ConfigError::Zero("magazine"));
+        }
+        if magazine > MAX_MAGAZINE {
+            return Err(ConfigError::MagazineTooLarge { magazine });
         }
         Ok(Pool {
             store: P::Store::<T>::with_capacity(capacity, magazine, placement)?,
