@@ -47,7 +47,7 @@ pub const DEFAULT_MAGAZINE: usize = 64;
 /// The largest magazine a pool accepts: 65536 slots. A thread holds up to two
 /// magazines' worth of free slots, so a bigger one would strand most of a pool in
 /// one thread's cache; [`Pool::with_magazine`](crate::Pool::with_magazine) refuses it
-/// with [`ConfigError::MagazineTooLarge`](crate::ConfigError::MagazineTooLarge).
+/// with [`ConfigError::MagazineTooLarge`].
 pub const MAX_MAGAZINE: usize = 1 << 16;
 
 /// How many slots a pool has, and whether it grows.
