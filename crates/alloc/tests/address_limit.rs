@@ -7,13 +7,15 @@
 
 #![cfg(target_os = "linux")]
 
+#[cfg(not(handoff_global_alloc))]
 use handoff_alloc::HandoffAlloc;
 use std::hint::black_box;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 // Under `--cfg handoff_global_alloc` the crate installs it itself.
-#[cfg_attr(not(handoff_global_alloc), global_allocator)]
+#[cfg(not(handoff_global_alloc))]
+#[global_allocator]
 static GLOBAL: HandoffAlloc = HandoffAlloc;
 
 const BOXES: usize = 200_000;

@@ -9,6 +9,9 @@
 
 #![cfg(target_os = "linux")]
 
+mod common;
+
+use common::{Tagged, SCALE};
 use handoff_alloc::HandoffAlloc;
 use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;
@@ -117,30 +120,6 @@ fn a_thread_on_the_shared_heap_gets_one_when_a_heap_frees_up() {
     for (ask, t) in holders {
         drop(ask);
         t.join().unwrap();
-    }
-}
-
-const SCALE: usize = if cfg!(debug_assertions) { 1 } else { 10 };
-
-/// A value whose bytes say who made it, checked when it is dropped.
-struct Tagged(Vec<u64>);
-
-impl Tagged {
-    fn new(tag: u64, len: usize) -> Tagged {
-        Tagged(
-            (0..len as u64)
-                .map(|i| tag ^ i.wrapping_mul(0x9e37_79b9))
-                .collect(),
-        )
-    }
-    fn check(&self, tag: u64) {
-        for (i, &w) in self.0.iter().enumerate() {
-            assert_eq!(
-                w,
-                tag ^ (i as u64).wrapping_mul(0x9e37_79b9),
-                "corrupted block"
-            );
-        }
     }
 }
 

@@ -6,6 +6,7 @@
 
 #![cfg(target_os = "linux")]
 
+#[cfg(not(handoff_global_alloc))]
 use handoff_alloc::HandoffAlloc;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,7 +15,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 // Under `--cfg handoff_global_alloc` the crate installs it itself.
-#[cfg_attr(not(handoff_global_alloc), global_allocator)]
+#[cfg(not(handoff_global_alloc))]
+#[global_allocator]
 static GLOBAL: HandoffAlloc = HandoffAlloc;
 
 const FORKS: usize = 40;

@@ -13,29 +13,8 @@ use std::thread;
 #[cfg_attr(not(handoff_global_alloc), global_allocator)]
 static GLOBAL: HandoffAlloc = HandoffAlloc;
 
-const SCALE: usize = if cfg!(debug_assertions) { 1 } else { 10 };
-
-/// A value whose bytes say who made it, checked when it is dropped.
-struct Tagged(Vec<u64>);
-
-impl Tagged {
-    fn new(tag: u64, len: usize) -> Tagged {
-        Tagged(
-            (0..len as u64)
-                .map(|i| tag ^ i.wrapping_mul(0x9e37_79b9))
-                .collect(),
-        )
-    }
-    fn check(&self, tag: u64) {
-        for (i, &w) in self.0.iter().enumerate() {
-            assert_eq!(
-                w,
-                tag ^ (i as u64).wrapping_mul(0x9e37_79b9),
-                "corrupted block"
-            );
-        }
-    }
-}
+mod common;
+use common::{Tagged, SCALE};
 
 #[test]
 fn std_collections_work_and_come_from_the_arena() {

@@ -7,11 +7,13 @@
 
 #![cfg(target_os = "linux")]
 
+#[cfg(not(handoff_global_alloc))]
 use handoff_alloc::HandoffAlloc;
 use std::hint::black_box;
 
 // Under `--cfg handoff_global_alloc` the crate installs it itself.
-#[cfg_attr(not(handoff_global_alloc), global_allocator)]
+#[cfg(not(handoff_global_alloc))]
+#[global_allocator]
 static GLOBAL: HandoffAlloc = HandoffAlloc;
 
 fn mappings() -> usize {
