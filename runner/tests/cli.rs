@@ -62,6 +62,72 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
     }
 }
 
+/// The flags every experiment shares read the same in every `--help`, and the names
+/// they replaced still work (a bad value through an old name is refused with the new
+/// name, exit 2, one line).
+#[test]
+fn every_experiment_shares_one_flag_vocabulary() {
+    let shared = [
+        "--pin <PIN>",
+        "--runs <RUNS>",
+        "--out <OUT>",
+        "--noise-seconds <NOISE_SECONDS>",
+    ];
+    let mut wording: Vec<Vec<String>> = Vec::new();
+    for exp in ["queue", "pipeline", "pool", "patterns", "alloc"] {
+        let o = runner(&[exp, "--help"]);
+        assert!(o.status.success(), "{exp} --help");
+        let help = String::from_utf8_lossy(&o.stdout).into_owned();
+        let lines: Vec<String> = shared
+            .iter()
+            .map(|flag| {
+                let lines: Vec<&str> = help.lines().collect();
+                let at = lines
+                    .iter()
+                    .position(|l| l.trim_start().starts_with(flag))
+                    .unwrap_or_else(|| panic!("{exp} --help lacks {flag}:\n{help}"));
+                // The flag's text (clap may wrap it onto the lines that follow), without
+                // the experiment's own default.
+                let mut text = lines[at].trim_start()[flag.len()..].to_string();
+                for l in &lines[at + 1..] {
+                    if l.trim().is_empty() || l.trim_start().starts_with('-') {
+                        break;
+                    }
+                    text.push(' ');
+                    text.push_str(l.trim());
+                }
+                let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                text.split(" [default: ").next().unwrap().to_string()
+            })
+            .collect();
+        assert!(help.contains("--pin places, in order: "), "{exp}: no roles");
+        assert!(
+            help.contains("\n--runs: "),
+            "{exp}: no word on what a run is"
+        );
+        wording.push(lines);
+    }
+    assert!(wording.windows(2).all(|w| w[0] == w[1]), "{wording:#?}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for (args, needle) in [
+        (&["pool", "--repeats", "1"][..], "--runs 1"),
+        (&["pool", "--iterations", "0"][..], "--items 0"),
+        (&["patterns", "--repeats", "1"][..], "--runs 1"),
+        (&["alloc", "--repeats", "0"][..], "--runs 0"),
+        (&["alloc", "--ops", "0"][..], "--items 0"),
+    ] {
+        let mut args = args.to_vec();
+        args.extend_from_slice(&["--out", out.to_str().unwrap()]);
+        let o = runner(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!out.exists());
+    }
+}
+
 fn check_latency(v: &serde_json::Value, ctx: &str) {
     let l = &v["latency_ns"];
     for k in ["min", "p50", "p90", "p99", "p99.9", "p99.99", "max"] {

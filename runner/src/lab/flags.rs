@@ -5,6 +5,58 @@
 use super::error::{Error, Result};
 use super::pin;
 use super::topology::Topology;
+use std::path::PathBuf;
+
+/// The flags every experiment takes, in the same words: flattened into each
+/// experiment's arguments (`#[command(flatten)]`). An experiment sets its own default
+/// for `--runs` and says what its roles and its runs are with [`Common::explain`].
+#[derive(clap::Args, Debug, Clone)]
+pub struct Common {
+    /// Cores for the experiment's threads, comma-separated, in the order of its roles (listed below) [default: adapted to this machine]
+    #[arg(long)]
+    pub pin: Option<String>,
+    /// Outer runs of every measurement (what a run is for this experiment is said below)
+    #[arg(
+        long,
+        alias = "repeats",
+        default_value = "5",
+        allow_hyphen_values = true
+    )]
+    pub runs: String,
+    /// Output directory for the JSON and SVG files
+    #[arg(long, default_value = "handoff-results")]
+    pub out: PathBuf,
+    /// Seconds to spin on the measured cores, before and after the runs, measuring what interrupts them (0: skip)
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    pub noise_seconds: String,
+}
+
+impl Common {
+    /// An experiment's command with the common flags' experiment-specific parts: the
+    /// default number of runs, and a closing paragraph naming the roles `--pin` places
+    /// (in order) and what one run is.
+    pub fn explain(
+        cmd: clap::Command,
+        runs: &'static str,
+        roles: &str,
+        a_run: &str,
+    ) -> clap::Command {
+        cmd.mut_arg("runs", |a| a.default_value(runs))
+            .after_help(format!(
+                "--pin places, in order: {roles}.\n--runs: {a_run}."
+            ))
+    }
+
+    /// `--runs` as a count in `[min, max]`.
+    pub fn runs(&self, min: usize, max: usize) -> Result<usize> {
+        count_in("runs", &self.runs, min, max, "run")
+    }
+
+    /// `--noise-seconds`, checked.
+    pub fn noise_seconds(&self) -> Result<f64> {
+        noise_seconds(&self.noise_seconds)
+    }
+}
 
 /// A number (`2.5e6`, `0.2`).
 ///
@@ -43,9 +95,9 @@ pub fn count(flag: &str, s: &str) -> Result<usize> {
 pub fn count_in(flag: &str, s: &str, min: usize, max: usize, what: &str) -> Result<usize> {
     let n = count(flag, s)?;
     if n < min {
-        let plural = if min == 1 { "" } else { "s" };
+        let (plural, verb) = if min == 1 { ("", "is") } else { ("s", "are") };
         return Err(Error::Usage(format!(
-            "--{flag} {s}: at least {min} {what}{plural} is needed"
+            "--{flag} {s}: at least {min} {what}{plural} {verb} needed"
         )));
     }
     if n > max {

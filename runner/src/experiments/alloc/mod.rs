@@ -39,18 +39,20 @@ pub struct AllocArgs {
     /// Requested bytes the main test keeps live, in MiB (the document: 1.3 GB, see --full)
     #[arg(long, default_value = "256", allow_hyphen_values = true)]
     pub working_set_mib: String,
-    /// Replacements (free + alloc) of the main test
-    #[arg(long, default_value = "10000000", allow_hyphen_values = true)]
-    pub ops: String,
+    /// Replacements (free + alloc) of the main test, per run
+    #[arg(
+        long,
+        alias = "ops",
+        default_value = "10000000",
+        allow_hyphen_values = true
+    )]
+    pub items: String,
     /// The document's size: a 1.3 GB working set (overrides --working-set-mib)
     #[arg(long)]
     pub full: bool,
     /// Threads of the main test; the working set and the replacements are split among them
     #[arg(long, default_value = "1", allow_hyphen_values = true)]
     pub threads: String,
-    /// Repeats of the main test per contender, alternating them (medians reported)
-    #[arg(long, default_value = "5", allow_hyphen_values = true)]
-    pub repeats: String,
     /// Largest working set of the sweep in MiB (from 1 MiB, times 4 each step; 0: no sweep)
     #[arg(long, default_value = "1024", allow_hyphen_values = true)]
     pub sweep_max_mib: String,
@@ -60,15 +62,9 @@ pub struct AllocArgs {
     /// Blocks of the producer/consumer run (0: none)
     #[arg(long, default_value = "2000000", allow_hyphen_values = true)]
     pub handoff_items: String,
-    /// Cores for the threads, comma-separated (the first runs the one-thread parts, the first two the producer/consumer) [default: adapted to this machine]
-    #[arg(long)]
-    pub pin: Option<String>,
-    /// Output directory for the JSON and SVG files
-    #[arg(long, default_value = "handoff-results")]
-    pub out: PathBuf,
-    /// Seconds to spin on the first two cores, before and after the runs, measuring what interrupts them (0: skip)
-    #[arg(long, default_value = "1", allow_hyphen_values = true)]
-    pub noise_seconds: String,
+    /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
+    #[command(flatten)]
+    pub common: flags::Common,
 }
 
 /// Everything `runner alloc` was asked to do (after validation).
@@ -109,8 +105,14 @@ impl super::Experiment for Alloc {
     }
 
     fn command(&self) -> clap::Command {
-        AllocArgs::augment_args(clap::Command::new("alloc")).about(
+        let cmd = AllocArgs::augment_args(clap::Command::new("alloc")).about(
             "Size-class allocator vs glibc, mimalloc, jemalloc on a real-world-like test: time, memory, working-set sweep, cross-thread frees (seeds/004)",
+        );
+        flags::Common::explain(
+            cmd,
+            "5",
+            "one core per thread (the first runs the one-thread parts, the first two the producer/consumer)",
+            "the main test once per contender, contenders alternated; medians reported",
         )
     }
 
@@ -136,15 +138,15 @@ pub fn config(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)
     } else {
         flags::count_in("working-set-mib", &a.working_set_mib, 1, 1 << 20, "MiB")? * MIB
     };
-    let ops = flags::count_in("ops", &a.ops, 1, 1 << 36, "replacement")?;
+    let ops = flags::count_in("items", &a.items, 1, 1 << 36, "replacement")?;
     let threads = flags::count_in("threads", &a.threads, 1, THREAD_NAMES.len(), "thread")?;
-    let repeats = flags::count_in("repeats", &a.repeats, 1, 100, "repeat")?;
+    let repeats = a.common.runs(1, 100)?;
     let sweep_max = flags::count_in("sweep-max-mib", &a.sweep_max_mib, 0, 1 << 20, "MiB")?;
     let sweep_ops = flags::count_in("sweep-ops", &a.sweep_ops, 1, 1 << 36, "replacement")?;
     let handoff_items = flags::count_in("handoff-items", &a.handoff_items, 0, 1 << 36, "block")?;
-    let noise_seconds = flags::noise_seconds(&a.noise_seconds)?;
-    check_writable(&a.out)?;
-    let (pins, notes) = flags::thread_pins(a.pin.as_deref(), threads.max(2), topo)?;
+    let noise_seconds = a.common.noise_seconds()?;
+    check_writable(&a.common.out)?;
+    let (pins, notes) = flags::thread_pins(a.common.pin.as_deref(), threads.max(2), topo)?;
     let mut sweep = Vec::new();
     let mut ws = MIB;
     while sweep_max > 0 && ws <= sweep_max * MIB {
@@ -169,7 +171,7 @@ pub fn config(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)
             sweep_ops,
             handoff_items,
             pins,
-            out: a.out.clone(),
+            out: a.common.out.clone(),
             noise_seconds,
         },
         note,

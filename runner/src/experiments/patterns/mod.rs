@@ -27,21 +27,12 @@ pub struct PatternsArgs {
     /// Fraction of the document's sizes to run (1: its 1000 x 10000 ticks, 100000 orders, 8 x 100000, 1M ticks, 100 MB)
     #[arg(long, default_value = "1", allow_hyphen_values = true)]
     pub scale: String,
-    /// Repeats of each timed part, contenders alternated; the first is dropped and the median of the rest reported
-    #[arg(long, default_value = "5", allow_hyphen_values = true)]
-    pub repeats: String,
     /// Threads sharing one pool in the multi-thread part [default: the document's 8]
     #[arg(long, default_value = "8", allow_hyphen_values = true)]
     pub threads: String,
-    /// Cores for the threads, comma-separated (the first runs the one-thread parts) [default: adapted to this machine]
-    #[arg(long)]
-    pub pin: Option<String>,
-    /// Output directory for the JSON and SVG files
-    #[arg(long, default_value = "handoff-results")]
-    pub out: PathBuf,
-    /// Seconds to spin on the first two cores, before and after the runs, measuring what interrupts them (0: skip)
-    #[arg(long, default_value = "1", allow_hyphen_values = true)]
-    pub noise_seconds: String,
+    /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
+    #[command(flatten)]
+    pub common: flags::Common,
 }
 
 /// Everything `runner patterns` was asked to do (after validation).
@@ -92,8 +83,14 @@ impl super::Experiment for Patterns {
     }
 
     fn command(&self) -> clap::Command {
-        PatternsArgs::augment_args(clap::Command::new("patterns")).about(
+        let cmd = PatternsArgs::augment_args(clap::Command::new("patterns")).about(
             "Arena, typed pool, shared pool, memory, profiler, NUMA and order processing vs malloc (seeds/003)",
+        );
+        flags::Common::explain(
+            cmd,
+            "5",
+            "one core per thread (the first runs the one-thread parts)",
+            "every timed part once per contender, contenders alternated; the first run is dropped and the median of the rest reported",
         )
     }
 
@@ -125,12 +122,12 @@ pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<Strin
             a.scale
         )));
     }
-    let repeats = flags::count_in("repeats", &a.repeats, 2, 1000, "repeat")?;
+    let repeats = a.common.runs(2, 1000)?;
     let threads = flags::count_in("threads", &a.threads, 1, 256, "thread")?;
-    let noise_seconds = flags::noise_seconds(&a.noise_seconds)?;
+    let noise_seconds = a.common.noise_seconds()?;
     let sized = |doc: usize| ((doc as f64 * scale).round() as usize).max(1);
-    check_writable(&a.out)?;
-    let (pins, notes) = flags::thread_pins(a.pin.as_deref(), threads, topo)?;
+    check_writable(&a.common.out)?;
+    let (pins, notes) = flags::thread_pins(a.common.pin.as_deref(), threads, topo)?;
     let note = (!notes.is_empty()).then(|| notes.join("; "));
     Ok((
         Config {
@@ -147,7 +144,7 @@ pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<Strin
             numa_passes: 10,
             orders: sized(1_000_000),
             pins,
-            out: a.out.clone(),
+            out: a.common.out.clone(),
             noise_seconds,
         },
         note,

@@ -8,7 +8,6 @@ use crate::lab::pin;
 use crate::lab::results::check_writable;
 use crate::lab::topology::{format_cpu_list, Topology};
 use clap::Args;
-use std::path::PathBuf;
 
 /// `runner pipeline` options (every default is written here and nowhere else).
 #[derive(Args, Debug, Clone)]
@@ -16,9 +15,6 @@ pub struct PipelineArgs {
     /// Variants, comma-separated [default: all: malloc,freelist-return-queue,arena-batch-handoff,mimalloc]
     #[arg(long)]
     pub variants: Option<String>,
-    /// Cores: producer,consumer,background[,more background] [default: adapted to this machine]
-    #[arg(long)]
-    pub pin: Option<String>,
     /// Put the producer and the consumer on different L3 groups (the document's cross-CCX side note)
     #[arg(long)]
     pub cross_l3: bool,
@@ -28,9 +24,6 @@ pub struct PipelineArgs {
     /// Orders per run
     #[arg(long, default_value = "1000000", allow_hyphen_values = true)]
     pub items: String,
-    /// Outer runs of the headline and throughput modes (histograms are merged)
-    #[arg(long, default_value = "5", allow_hyphen_values = true)]
-    pub runs: String,
     /// Forward ring capacity, orders
     #[arg(long, default_value = "1024", allow_hyphen_values = true)]
     pub capacity: String,
@@ -43,9 +36,6 @@ pub struct PipelineArgs {
     /// Background heap threads (0: none)
     #[arg(long, default_value = "1", allow_hyphen_values = true)]
     pub bg_threads: String,
-    /// Output directory for the JSON and SVG files
-    #[arg(long, default_value = "handoff-results")]
-    pub out: PathBuf,
     /// Run the paced headline (5 x 1M at 1 MHz, background at --bg-rate)
     #[arg(long)]
     pub headline: bool,
@@ -55,10 +45,9 @@ pub struct PipelineArgs {
     /// Run unpaced (orders per second)
     #[arg(long)]
     pub throughput: bool,
-    /// Seconds to spin on the producer's and the consumer's cores, before and after the
-    /// runs, measuring what interrupts them (0: skip)
-    #[arg(long, default_value = "1", allow_hyphen_values = true)]
-    pub noise_seconds: String,
+    /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
+    #[command(flatten)]
+    pub common: flags::Common,
 }
 
 /// Validates `runner pipeline` arguments against the machine. Every error is one line.
@@ -69,7 +58,7 @@ pub fn config(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<Strin
     };
     let rate_hz = flags::rate("rate", &a.rate, 1e8)?;
     let items = flags::count_in("items", &a.items, 1, 1 << 28, "order")?;
-    let runs = flags::count_in("runs", &a.runs, 1, 1 << 20, "run")?;
+    let runs = a.common.runs(1, 1 << 20)?;
     let capacity = flags::count_in("capacity", &a.capacity, 1, 1 << 24, "order")?;
     let work_ns: f64 = flags::num("work-ns", &a.work_ns)?;
     if !(0.0..=100_000.0).contains(&work_ns) {
@@ -80,8 +69,8 @@ pub fn config(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<Strin
     }
     let bg_rate_hz = flags::rate("bg-rate", &a.bg_rate, 1e8)?;
     let bg_threads = flags::count_in("bg-threads", &a.bg_threads, 0, 64, "thread")?;
-    let noise_seconds = flags::noise_seconds(&a.noise_seconds)?;
-    check_writable(&a.out)?;
+    let noise_seconds = a.common.noise_seconds()?;
+    check_writable(&a.common.out)?;
     let mut modes = Vec::new();
     if a.headline {
         modes.push(Mode::Headline);
@@ -110,7 +99,7 @@ pub fn config(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<Strin
             work_ns,
             bg_rate_hz,
             bg_threads,
-            out: a.out.clone(),
+            out: a.common.out.clone(),
             modes,
             noise_seconds,
         },
@@ -126,7 +115,7 @@ fn placement(
     topo: &Topology,
 ) -> Result<(Vec<usize>, bool, Option<String>)> {
     let roles = ["producer", "consumer", "background"];
-    if let Some(s) = &a.pin {
+    if let Some(s) = &a.common.pin {
         if a.cross_l3 {
             return Err(Error::Usage(
                 "--pin and --cross-l3: give one or the other".into(),

@@ -48,8 +48,14 @@ impl super::Experiment for Pipeline {
 
     fn command(&self) -> clap::Command {
         use clap::Args;
-        PipelineArgs::augment_args(clap::Command::new("pipeline")).about(
+        let cmd = PipelineArgs::augment_args(clap::Command::new("pipeline")).about(
             "Cross-thread Order pipeline: malloc vs return-queue pool vs rotating arena vs mimalloc, under background heap pressure (seeds/000); with no mode named, runs all three",
+        );
+        crate::lab::flags::Common::explain(
+            cmd,
+            "5",
+            "producer, consumer, background[, more background]",
+            "one pass of --items orders per variant in the headline and throughput modes (histograms merged); the sweep runs once per point",
         )
     }
 

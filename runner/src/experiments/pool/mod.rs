@@ -30,24 +30,20 @@ pub const DOC_THREADS: usize = 4;
 /// `runner pool` options (every default is written here and nowhere else).
 #[derive(Args, Debug, Clone)]
 pub struct PoolArgs {
-    /// Operations per scenario and repeat (per thread in the concurrent scenario)
-    #[arg(long, default_value = "1000000", allow_hyphen_values = true)]
-    pub iterations: String,
-    /// Repeats; the first is dropped as warm-up and the median of the rest reported
-    #[arg(long, default_value = "10", allow_hyphen_values = true)]
-    pub repeats: String,
+    /// Operations per scenario and run (per thread in the concurrent scenario)
+    #[arg(
+        long,
+        alias = "iterations",
+        default_value = "1000000",
+        allow_hyphen_values = true
+    )]
+    pub items: String,
     /// Threads of the concurrent scenario [default: document 001's 4, capped at the cores this process may use]
     #[arg(long)]
     pub threads: Option<String>,
-    /// Cores for the threads, comma-separated (the first also runs the one-thread scenarios) [default: adapted to this machine]
-    #[arg(long)]
-    pub pin: Option<String>,
-    /// Output directory for the JSON and SVG files
-    #[arg(long, default_value = "handoff-results")]
-    pub out: PathBuf,
-    /// Seconds to spin on the first two cores, before and after the runs, measuring what interrupts them (0: skip)
-    #[arg(long, default_value = "1", allow_hyphen_values = true)]
-    pub noise_seconds: String,
+    /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
+    #[command(flatten)]
+    pub common: flags::Common,
 }
 
 /// Everything `runner pool` was asked to do (after validation).
@@ -80,8 +76,14 @@ impl super::Experiment for Pool {
     }
 
     fn command(&self) -> clap::Command {
-        PoolArgs::augment_args(clap::Command::new("pool")).about(
+        let cmd = PoolArgs::augment_args(clap::Command::new("pool")).about(
             "Pool thread-safety policies vs malloc: bulk, interleaved, concurrent (seeds/001), with per-thread caches",
+        );
+        flags::Common::explain(
+            cmd,
+            "10",
+            "one core per thread (the first also runs the one-thread scenarios)",
+            "every contender once per scenario, in an order that rotates from run to run; the first run is dropped as warm-up and the median of the rest reported",
         )
     }
 
@@ -102,9 +104,9 @@ impl super::Experiment for Pool {
 
 /// Validates `runner pool` arguments against the machine. Every error is one line.
 pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
-    let iterations = flags::count_in("iterations", &a.iterations, 1, 1 << 28, "iteration")?;
-    let repeats = flags::count_in("repeats", &a.repeats, 2, 1000, "repeat")?;
-    let noise_seconds = flags::noise_seconds(&a.noise_seconds)?;
+    let iterations = flags::count_in("items", &a.items, 1, 1 << 28, "item")?;
+    let repeats = a.common.runs(2, 1000)?;
+    let noise_seconds = a.common.noise_seconds()?;
     let cores = topo.allowed.len().max(1);
     let mut doc_note = None;
     let threads = match &a.threads {
@@ -121,8 +123,8 @@ pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)>
             t
         }
     };
-    check_writable(&a.out)?;
-    let (pins, placement_notes) = flags::thread_pins(a.pin.as_deref(), threads, topo)?;
+    check_writable(&a.common.out)?;
+    let (pins, placement_notes) = flags::thread_pins(a.common.pin.as_deref(), threads, topo)?;
     let notes: Vec<String> = doc_note.into_iter().chain(placement_notes).collect();
     let note = (!notes.is_empty()).then(|| notes.join("; "));
     Ok((
@@ -131,7 +133,7 @@ pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)>
             repeats,
             threads,
             pins,
-            out: a.out.clone(),
+            out: a.common.out.clone(),
             noise_seconds,
         },
         note,

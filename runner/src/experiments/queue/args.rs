@@ -6,7 +6,6 @@ use crate::lab::flags;
 use crate::lab::results::check_writable;
 use crate::lab::topology::Topology;
 use clap::Args;
-use std::path::PathBuf;
 
 /// `runner queue` options (every default is written here and nowhere else).
 #[derive(Args, Debug, Clone)]
@@ -14,24 +13,15 @@ pub struct QueueArgs {
     /// Variants, comma-separated [default: all: handoff-spsc,handoff-stamped,rtrb,std-mutex-condvar,cpp-ring,boost-spsc,mutex-condvar]
     #[arg(long)]
     pub variants: Option<String>,
-    /// Cores: producer,consumer[,control thread] [default: adapted to this machine]
-    #[arg(long)]
-    pub pin: Option<String>,
     /// Offered rate of the headline run, items per second
     #[arg(long, default_value = "1e6", allow_hyphen_values = true)]
     pub rate: String,
     /// Items per run
     #[arg(long, default_value = "1000000", allow_hyphen_values = true)]
     pub items: String,
-    /// Outer runs (histograms are merged over them)
-    #[arg(long, default_value = "5", allow_hyphen_values = true)]
-    pub runs: String,
     /// Queue capacity, items
     #[arg(long, default_value = "1024", allow_hyphen_values = true)]
     pub capacity: String,
-    /// Output directory for the JSON and SVG files
-    #[arg(long, default_value = "handoff-results")]
-    pub out: PathBuf,
     /// Run the paced headline measurement (the default when no mode is named)
     #[arg(long)]
     pub headline: bool,
@@ -47,10 +37,9 @@ pub struct QueueArgs {
     /// Sweep: seconds of offered load per point and run (caps --items at low rates)
     #[arg(long, default_value = "0.2", allow_hyphen_values = true)]
     pub sweep_seconds: String,
-    /// Seconds to spin on the producer's and the consumer's cores, before and after the
-    /// runs, measuring what interrupts them (0: skip)
-    #[arg(long, default_value = "1", allow_hyphen_values = true)]
-    pub noise_seconds: String,
+    /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
+    #[command(flatten)]
+    pub common: flags::Common,
 }
 
 /// Validates `runner queue` arguments against the machine. Every error is one line.
@@ -66,7 +55,7 @@ pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)
         e => e,
     })?;
     let items = flags::count_in("items", &a.items, 1, 1 << 30, "item")?;
-    let runs = flags::count_in("runs", &a.runs, 1, 1 << 20, "run")?;
+    let runs = a.common.runs(1, 1 << 20)?;
     let capacity = flags::count_in("capacity", &a.capacity, 1, 1 << 30, "item")?;
     let sweep_seconds: f64 = flags::num("sweep-seconds", &a.sweep_seconds)?;
     if !(sweep_seconds > 0.0 && sweep_seconds.is_finite()) {
@@ -75,9 +64,9 @@ pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)
             a.sweep_seconds
         )));
     }
-    let noise_seconds = flags::noise_seconds(&a.noise_seconds)?;
-    check_writable(&a.out)?;
-    let (pins, note) = flags::pins(a.pin.as_deref(), &["producer", "consumer"], 3, topo)?;
+    let noise_seconds = a.common.noise_seconds()?;
+    check_writable(&a.common.out)?;
+    let (pins, note) = flags::pins(a.common.pin.as_deref(), &["producer", "consumer"], 3, topo)?;
     let mut modes = Vec::new();
     if a.headline || a.all || !(a.sweep || a.throughput) {
         modes.push(Mode::Headline);
@@ -96,7 +85,7 @@ pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)
             items,
             runs,
             capacity,
-            out: a.out.clone(),
+            out: a.common.out.clone(),
             modes,
             sweep_seconds,
             sweep_min_items: 20_000.min(items),

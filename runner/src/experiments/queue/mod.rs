@@ -42,8 +42,14 @@ impl super::Experiment for Queue {
     fn command(&self) -> clap::Command {
         use clap::Args;
         // The about goes on after the flags: `augment_args` would put the struct's doc.
-        QueueArgs::augment_args(clap::Command::new("queue"))
-            .about("SPSC queue document: lock-free rings vs Boost vs mutex+condvar (seeds/002)")
+        let cmd = QueueArgs::augment_args(clap::Command::new("queue"))
+            .about("SPSC queue document: lock-free rings vs Boost vs mutex+condvar (seeds/002)");
+        crate::lab::flags::Common::explain(
+            cmd,
+            "5",
+            "producer, consumer[, control thread]",
+            "one pass of --items items per variant and mode; the runs' histograms are merged",
+        )
     }
 
     fn all_flags(&self) -> &'static [&'static str] {
