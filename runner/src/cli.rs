@@ -3,6 +3,7 @@
 //! written.
 
 use crate::experiments::{self, Experiment, Prepared, REGISTRY};
+use crate::lab::env::Toolchain;
 use crate::lab::error::{Error, Result};
 use crate::lab::results::check_writable;
 use crate::lab::session::{Id, Session};
@@ -86,7 +87,16 @@ fn first_line(text: &str) -> String {
         .to_string()
 }
 
+/// What the binary carries besides its Rust code, for every result's environment.
+fn toolchain() -> Toolchain {
+    Toolchain {
+        cxx: cpp_baseline::cxx_version().to_string(),
+        boost: cpp_baseline::Kind::BoostSpsc.unavailable().is_none(),
+    }
+}
+
 fn run(runs: Vec<Planned>, topo: &Topology) -> Result<()> {
+    let tools = toolchain();
     for (i, (e, p)) in runs.iter().enumerate() {
         if i > 0 {
             println!();
@@ -95,7 +105,7 @@ fn run(runs: Vec<Planned>, topo: &Topology) -> Result<()> {
             name: e.name(),
             document: e.document(),
         };
-        let mut session = Session::start(id, p.plan(), topo)?;
+        let mut session = Session::start(id, p.plan(), topo, &tools)?;
         let output = p.run(&mut session)?;
         session.finish(output)?;
     }

@@ -47,11 +47,22 @@ pub struct Env {
     pub noise: Option<Probes>,
 }
 
+/// What the runner's binary was built with besides rustc, which the lab cannot know
+/// on its own (it depends on no experiment's crate): the binary says it.
+#[derive(Clone, Debug, Default)]
+pub struct Toolchain {
+    /// The C++ compiler that built the C++ variants.
+    pub cxx: String,
+    /// Whether the Boost headers were found when they were built.
+    pub boost: bool,
+}
+
 impl Env {
     /// Captures the environment for the given pins.
     pub fn capture(
         topo: &Topology,
         clock: &Clock,
+        tools: &Toolchain,
         pins: BTreeMap<String, Option<usize>>,
         pin_note: Option<String>,
     ) -> Env {
@@ -67,8 +78,8 @@ impl Env {
             kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
             virtualization: virtualization(&cpuinfo),
             rustc: env!("RUNNER_RUSTC_VERSION").to_string(),
-            cxx: cpp_baseline::cxx_version().to_string(),
-            boost: cpp_baseline::Kind::BoostSpsc.unavailable().is_none(),
+            cxx: tools.cxx.clone(),
+            boost: tools.boost,
             git_revision: env!("RUNNER_GIT_REVISION").to_string(),
             build_profile: if cfg!(debug_assertions) {
                 "debug"
@@ -154,7 +165,11 @@ mod tests {
         let clock = Clock::quick();
         let mut pins = BTreeMap::new();
         pins.insert("producer".to_string(), Some(0));
-        let e = Env::capture(&topo, &clock, pins, None);
+        let tools = Toolchain {
+            cxx: "c++ (test) 1.0".into(),
+            boost: false,
+        };
+        let e = Env::capture(&topo, &clock, &tools, pins, None);
         assert!(e.cores_online >= 1 && !e.allowed_cpus.is_empty());
         assert!(e.rustc.starts_with("rustc "));
         assert!(!e.git_revision.is_empty() && !e.cxx.is_empty());

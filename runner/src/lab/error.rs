@@ -44,5 +44,12 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// A value that could not become the results' JSON: the results cannot be written.
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Error {
+        Error::Output(format!("results JSON: {e}"))
+    }
+}
+
 /// The runner's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -33,7 +33,8 @@ impl Schedule {
     }
 
     /// When item `i` is due: `t0 + floor(i * period)`. The C++ pacer computes the same
-    /// expression (`cpp_baseline::cpp_due`), so both languages keep one schedule.
+    /// expression (the C++ variants' `cpp_due`), so both languages keep one schedule
+    /// (the queue experiment's tests check that they agree).
     #[inline(always)]
     pub fn due(&self, i: u64) -> u64 {
         self.t0 + (i as f64 * self.period_ticks) as u64
@@ -144,22 +145,6 @@ mod tests {
             let s = Schedule::new(7, r, 1e9);
             assert!(!s.is_paced());
             assert_eq!(s.due(123), 7);
-        }
-    }
-
-    #[test]
-    fn rust_and_cpp_pacers_agree() {
-        let s = Schedule::new(123_456_789, Some(1e6), 2.596_123e9);
-        for i in [0u64, 1, 7, 1_000, 999_999, 5_000_000] {
-            if let Some(c) = cpp_baseline::cpp_due(s.t0, s.period_ticks, i) {
-                assert_eq!(c, s.due(i), "item {i}");
-            }
-        }
-        for rate in log_spaced(1e5, 5e7, 12) {
-            let s = Schedule::new(42, Some(rate), 2.6e9);
-            if let Some(c) = cpp_baseline::cpp_due(s.t0, s.period_ticks, 999_983) {
-                assert_eq!(c, s.due(999_983), "rate {rate}");
-            }
         }
     }
 

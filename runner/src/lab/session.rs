@@ -6,7 +6,7 @@
 //! ([`check_writable`](super::results::check_writable)).
 
 use super::claims::{self, Claim};
-use super::env::Env;
+use super::env::{Env, Toolchain};
 use super::error::{Error, Result};
 use super::noise::{self, Probes};
 use super::results::Outputs;
@@ -97,9 +97,9 @@ pub struct Session {
 impl Session {
     /// Starts a run: Ctrl-C handler, control-thread pin, TSC calibration, environment,
     /// the first noise probe. Prints the header, the pins and the probe.
-    pub fn start(id: Id, plan: Plan, topo: &Topology) -> Result<Session> {
+    pub fn start(id: Id, plan: Plan, topo: &Topology, tools: &Toolchain) -> Result<Session> {
         stop::install();
-        let started = crate::now_rfc3339();
+        let started = fmt::now_rfc3339();
         if let Some(c) = plan.control {
             pin::pin_current(c)?;
         }
@@ -121,7 +121,7 @@ impl Session {
             .map(|&(role, cpu)| (role.to_string(), Some(cpu)))
             .collect();
         pins.insert("control".into(), plan.control);
-        let env = Env::capture(topo, &clock, pins, plan.pin_note.clone());
+        let env = Env::capture(topo, &clock, tools, pins, plan.pin_note.clone());
         println!("{}", header(id, &env));
         let mut line = String::from("pins: ");
         for (role, cpu) in &plan.roles {
@@ -263,12 +263,11 @@ impl Session {
         json.insert("experiment".into(), self.id.name.into());
         json.insert("document".into(), self.id.document.into());
         json.insert("started".into(), self.started.clone().into());
-        json.insert("finished".into(), crate::now_rfc3339().into());
+        json.insert("finished".into(), fmt::now_rfc3339().into());
         json.insert("env".into(), to_value(&self.env)?);
         json.insert("claims".into(), to_value(&out.claims)?);
         json.extend(out.json);
-        let text = serde_json::to_vec_pretty(&Value::Object(json))
-            .map_err(|e| Error::Output(format!("results JSON: {e}")))?;
+        let text = serde_json::to_vec_pretty(&Value::Object(json))?;
         let dir = &self.plan.out;
         let mut files = Outputs::new();
         files.add(dir.join(format!("{}.json", self.id.name)), text);
@@ -301,5 +300,5 @@ fn header(id: Id, env: &Env) -> String {
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Result<Value> {
-    serde_json::to_value(v).map_err(|e| Error::Output(format!("results JSON: {e}")))
+    Ok(serde_json::to_value(v)?)
 }

@@ -3,7 +3,7 @@
 
 use super::{Cell, Config, Mode, Outcome};
 use crate::lab::chart::{self, Series};
-use crate::lab::error::{Error, Result};
+use crate::lab::error::Result;
 use crate::lab::fmt::{self, ns as fmt_ns};
 use crate::lab::measure::{self, Measured};
 use crate::lab::results::Outputs;
@@ -143,8 +143,7 @@ fn cell_json(c: &Cell) -> Value {
 /// The pipeline's own fields of the results JSON (the lab adds the rest).
 pub fn json_fields(out: &Outcome, cfg: &Config) -> Result<Map<String, Value>> {
     let mut m = Map::new();
-    let mut config =
-        serde_json::to_value(cfg).map_err(|e| Error::Output(format!("results JSON: {e}")))?;
+    let mut config = serde_json::to_value(cfg)?;
     if let Value::Object(c) = &mut config {
         c.insert("risk_check_rounds".into(), json!(out.risk_rounds));
         c.insert("risk_check_ns".into(), json!(out.check_ns));

@@ -3,7 +3,7 @@
 
 use super::{Cell, Config, Mode, Outcome};
 use crate::lab::chart::{self, Series};
-use crate::lab::error::{Error, Result};
+use crate::lab::error::Result;
 use crate::lab::fmt::{mps as fmt_m, ns as fmt_ns, rate as fmt_rate};
 use crate::lab::measure::{self, Measured};
 use crate::lab::results::Outputs;
@@ -95,10 +95,7 @@ pub fn json_fields(out: &Outcome, cfg: &Config) -> Result<Map<String, Value>> {
         .map(cell_json)
         .collect();
     let mut m = Map::new();
-    m.insert(
-        "config".into(),
-        serde_json::to_value(cfg).map_err(|e| Error::Output(format!("results JSON: {e}")))?,
-    );
+    m.insert("config".into(), serde_json::to_value(cfg)?);
     m.insert("variants".into(), variants.into());
     m.insert("sweeps".into(), sweeps_json(out, cfg).into());
     Ok(m)

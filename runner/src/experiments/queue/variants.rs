@@ -415,3 +415,24 @@ impl Consume for Cpp<cpp_baseline::ConsumerSide> {
         (r.off_cpu, r.bad_seq)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rust_and_cpp_pacers_agree() {
+        let s = Schedule::new(123_456_789, Some(1e6), 2.596_123e9);
+        for i in [0u64, 1, 7, 1_000, 999_999, 5_000_000] {
+            if let Some(c) = cpp_baseline::cpp_due(s.t0, s.period_ticks, i) {
+                assert_eq!(c, s.due(i), "item {i}");
+            }
+        }
+        for rate in crate::lab::pacer::log_spaced(1e5, 5e7, 12) {
+            let s = Schedule::new(42, Some(rate), 2.6e9);
+            if let Some(c) = cpp_baseline::cpp_due(s.t0, s.period_ticks, 999_983) {
+                assert_eq!(c, s.due(999_983), "rate {rate}");
+            }
+        }
+    }
+}
