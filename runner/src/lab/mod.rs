@@ -16,6 +16,7 @@ pub mod noise;
 pub mod pacer;
 pub mod pin;
 pub mod results;
+pub mod rotate;
 pub mod session;
 pub mod stop;
 pub mod topology;

@@ -15,6 +15,16 @@ pub fn requested() -> bool {
     STOP.load(Ordering::Relaxed) != 0
 }
 
+/// [`Error::Interrupted`](super::error::Error::Interrupted) if a stop was requested:
+/// the check an experiment makes between two measurements.
+pub fn check() -> super::error::Result<()> {
+    if requested() {
+        Err(super::error::Error::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
 /// Installs the Ctrl-C handler (once per process; later calls do nothing).
 pub fn install() {
     static ONCE: std::sync::Once = std::sync::Once::new();

@@ -14,8 +14,8 @@ use crate::lab::error::{Error, Result};
 use crate::lab::flags::{self, THREAD_NAMES};
 use crate::lab::measure::median_or_nan as median;
 use crate::lab::results::{check_writable, Outputs};
+use crate::lab::rotate;
 use crate::lab::session::{Output, Plan, Session};
-use crate::lab::stop;
 use crate::lab::topology::Topology;
 use clap::Args;
 use serde::Serialize;
@@ -195,38 +195,29 @@ impl super::Prepared for Prepared {
         let n = Contender::ALL.len();
         let bar = session.progress((n * cfg.repeats) as u64)?;
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); n];
-        for r in 0..cfg.repeats {
-            // Rotate the order each repeat so no contender always runs first.
-            for k in 0..n {
-                let i = (k + r) % n;
-                if stop::requested() {
-                    return Err(Error::Interrupted);
-                }
-                let c = Contender::ALL[i];
-                bar.set_message(format!("repeat {} {}", r + 1, c.name()));
-                let spec = Spec {
-                    contender: c,
-                    working_set: cfg.working_set,
-                    ops: cfg.ops,
-                    threads: cfg.threads,
-                    pins: cfg.pins.clone(),
-                    // The sweep runs once, in the first repeat; the producer/consumer
-                    // run in every repeat (its rate is bimodal for some allocators, so
-                    // one sample is not enough).
-                    sweep: if r == 0 {
-                        cfg.sweep.clone()
-                    } else {
-                        Vec::new()
-                    },
-                    sweep_ops: cfg.sweep_ops,
-                    handoff_items: cfg.handoff_items,
-                    freq,
-                };
-                samples[i].push(work::measure(&spec)?);
-                bar.inc(1);
-            }
-        }
-        bar.finish_and_clear();
+        let name = |i: usize| Contender::ALL[i].name().to_string();
+        rotate::contenders(&bar, cfg.repeats, n, name, |r, i| {
+            let spec = Spec {
+                contender: Contender::ALL[i],
+                working_set: cfg.working_set,
+                ops: cfg.ops,
+                threads: cfg.threads,
+                pins: cfg.pins.clone(),
+                // The sweep runs once, in the first repeat; the producer/consumer
+                // run in every repeat (its rate is bimodal for some allocators, so
+                // one sample is not enough).
+                sweep: if r == 0 {
+                    cfg.sweep.clone()
+                } else {
+                    Vec::new()
+                },
+                sweep_ops: cfg.sweep_ops,
+                handoff_items: cfg.handoff_items,
+                freq,
+            };
+            samples[i].push(work::measure(&spec)?);
+            Ok(())
+        })?;
         session.probe_after()?;
         let out = Outcome { samples };
         Ok(Output {

@@ -12,8 +12,8 @@ use crate::lab::error::{Error, Result};
 use crate::lab::flags;
 use crate::lab::results::check_writable;
 use crate::lab::session::{Output, Plan, Session};
-use crate::lab::stop;
 use crate::lab::topology::Topology;
+use crate::lab::{rotate, stop};
 use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -169,13 +169,7 @@ impl super::Prepared for Prepared {
         let r = cfg.repeats;
         let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1;
         let bar = session.progress(steps as u64)?;
-        let check = || {
-            if stop::requested() {
-                Err(Error::Interrupted)
-            } else {
-                Ok(())
-            }
-        };
+        let check = stop::check;
         // Memory first, while the heap holds nothing freed that malloc could reuse.
         let mut memory = Vec::new();
         for how in work::Holder::ALL {
@@ -202,9 +196,7 @@ impl super::Prepared for Prepared {
                 arena.push(a);
                 typed.push(t);
             }
-            let n = work::Shared::ALL.len();
-            for k in 0..n {
-                let i = (k + rep) % n;
+            for i in rotate::order(rep, work::Shared::ALL.len()) {
                 check()?;
                 let who = work::Shared::ALL[i];
                 bar.set_message(format!(
@@ -219,8 +211,7 @@ impl super::Prepared for Prepared {
                 }
                 bar.inc(1);
             }
-            for k in 0..2 {
-                let i = (k + rep) % 2;
+            for i in rotate::order(rep, 2) {
                 check()?;
                 let src = [work::Source::Malloc, work::Source::Pool][i];
                 bar.set_message(format!("repeat {} orders {}", rep + 1, src.name()));

@@ -9,11 +9,11 @@
 mod report;
 mod work;
 
-use crate::lab::error::{Error, Result};
+use crate::lab::error::Result;
 use crate::lab::flags::{self, THREAD_NAMES};
 use crate::lab::results::check_writable;
+use crate::lab::rotate;
 use crate::lab::session::{Output, Plan, Session};
-use crate::lab::stop;
 use crate::lab::topology::Topology;
 use clap::Args;
 use serde::Serialize;
@@ -157,22 +157,20 @@ impl super::Prepared for Prepared {
         let cells = work::cells(cfg);
         let bar = session.progress((cells.len() * cfg.repeats) as u64)?;
         let mut samples = vec![Vec::new(); cells.len()];
-        for r in 0..cfg.repeats {
-            // Rotate the order each repeat so no contender always runs first.
-            for k in 0..cells.len() {
-                let i = (k + r) % cells.len();
-                if stop::requested() {
-                    return Err(Error::Interrupted);
-                }
-                bar.set_message(format!("repeat {} {}", r + 1, cells[i].label()));
+        rotate::contenders(
+            &bar,
+            cfg.repeats,
+            cells.len(),
+            |i| cells[i].label(),
+            |run, i| {
                 let s = work::measure(&cells[i], cfg, freq)?;
-                if r > 0 {
+                // The first run is the warm-up.
+                if run > 0 {
                     samples[i].push(s);
                 }
-                bar.inc(1);
-            }
-        }
-        bar.finish_and_clear();
+                Ok(())
+            },
+        )?;
         let outcome = report::Outcome::new(cells, samples);
         session.probe_after()?;
         Ok(Output {
