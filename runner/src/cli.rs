@@ -70,21 +70,13 @@ fn prepare(matches: &clap::ArgMatches, topo: &Topology) -> Result<Vec<Planned>> 
                 let m = e
                     .command()
                     .try_get_matches_from(argv)
-                    .map_err(|err| Error::Usage(first_line(&err.to_string())))?;
+                    .map_err(|err| Error::from_clap(&err))?;
                 Ok((*e, e.prepare(&m, topo)?))
             })
             .collect();
     }
     let e = experiments::find(name).expect("clap accepts only registered subcommands");
     Ok(vec![(e, e.prepare(sub, topo)?)])
-}
-
-fn first_line(text: &str) -> String {
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("bad arguments")
-        .trim_start_matches("error: ")
-        .to_string()
 }
 
 /// What the binary carries besides its Rust code, for every result's environment.
@@ -130,7 +122,7 @@ pub fn main() -> ExitCode {
                     ExitCode::from(2)
                 }
                 _ => {
-                    eprintln!("runner: {}", first_line(&e.to_string()));
+                    eprintln!("runner: {}", Error::from_clap(&e));
                     ExitCode::from(2)
                 }
             };

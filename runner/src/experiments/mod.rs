@@ -39,7 +39,7 @@ pub trait Prepared {
 
 /// An experiment's typed flags from clap's matches; a mismatch is a usage error.
 pub fn typed_args<A: clap::FromArgMatches>(m: &clap::ArgMatches) -> Result<A> {
-    A::from_arg_matches(m).map_err(|e| crate::lab::error::Error::Usage(e.to_string()))
+    A::from_arg_matches(m).map_err(|e| crate::lab::error::Error::from_clap(&e))
 }
 
 /// Tests: parses `args` (the flags after the subcommand) as `exp`'s command line.
@@ -49,7 +49,7 @@ pub fn parse_flags<A: clap::FromArgMatches>(exp: &dyn Experiment, args: &[&str])
     let m = exp
         .command()
         .try_get_matches_from(argv)
-        .map_err(|e| crate::lab::error::Error::Usage(e.to_string()))?;
+        .map_err(|e| crate::lab::error::Error::from_clap(&e))?;
     typed_args(&m)
 }
 

@@ -44,6 +44,21 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl Error {
+    /// A clap error (a flag clap refused: unknown, or a value its parser rejected) as
+    /// one usage line: its first line, without clap's `error: ` prefix.
+    pub fn from_clap(e: &clap::Error) -> Error {
+        let text = e.to_string();
+        Error::Usage(
+            text.lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("bad arguments")
+                .trim_start_matches("error: ")
+                .to_string(),
+        )
+    }
+}
+
 /// A value that could not become the results' JSON: the results cannot be written.
 impl From<serde_json::Error> for Error {
     fn from(e: serde_json::Error) -> Error {

@@ -16,19 +16,14 @@ pub struct Common {
     #[arg(long)]
     pub pin: Option<String>,
     /// Outer runs of every measurement (what a run is for this experiment is said below)
-    #[arg(
-        long,
-        alias = "repeats",
-        default_value = "5",
-        allow_hyphen_values = true
-    )]
-    pub runs: String,
+    #[arg(long, alias = "repeats", default_value = "5", allow_hyphen_values = true, value_parser = count_value)]
+    pub runs: usize,
     /// Output directory for the JSON and SVG files
     #[arg(long, default_value = "handoff-results")]
     pub out: PathBuf,
     /// Seconds to spin on the measured cores, before and after the runs, measuring what interrupts them (0: skip)
-    #[arg(long, default_value = "1", allow_hyphen_values = true)]
-    pub noise_seconds: String,
+    #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = num_value)]
+    pub noise_seconds: f64,
 }
 
 impl Common {
@@ -47,14 +42,14 @@ impl Common {
             ))
     }
 
-    /// `--runs` as a count in `[min, max]`.
+    /// `--runs`, checked to be in `[min, max]`.
     pub fn runs(&self, min: usize, max: usize) -> Result<usize> {
-        count_in("runs", &self.runs, min, max, "run")
+        count_in("runs", self.runs, min, max, "run")
     }
 
     /// `--noise-seconds`, checked.
     pub fn noise_seconds(&self) -> Result<f64> {
-        noise_seconds(&self.noise_seconds)
+        noise_seconds(self.noise_seconds)
     }
 }
 
@@ -91,9 +86,47 @@ pub fn count(flag: &str, s: &str) -> Result<usize> {
     Ok(f as usize)
 }
 
-/// A count in `[min, max]`; `what` names the unit in the error (`item`, `run`).
-pub fn count_in(flag: &str, s: &str, min: usize, max: usize, what: &str) -> Result<usize> {
-    let n = count(flag, s)?;
+/// The clap value parser of a count flag: [`count`] without the flag's name (clap
+/// names it: `invalid value 'x' for '--items <ITEMS>': not a number`).
+///
+/// ```
+/// use runner::lab::flags::count_value;
+/// assert_eq!(count_value("2e3"), Ok(2000));
+/// assert_eq!(count_value("1.5"), Err("not a whole number".to_string()));
+/// ```
+pub fn count_value(s: &str) -> std::result::Result<usize, String> {
+    count("", s).map_err(|e| unnamed(&e))
+}
+
+/// The clap value parser of a number flag: [`num`] without the flag's name.
+///
+/// ```
+/// use runner::lab::flags::num_value;
+/// assert_eq!(num_value("2.5e6"), Ok(2.5e6));
+/// assert_eq!(num_value("fast"), Err("not a number".to_string()));
+/// ```
+pub fn num_value(s: &str) -> std::result::Result<f64, String> {
+    num("", s).map_err(|e| unnamed(&e))
+}
+
+/// An error of [`num`] or [`count`] without its `--flag value: ` prefix.
+fn unnamed(e: &Error) -> String {
+    let m = e.to_string();
+    m.split_once(": ")
+        .map_or(m.clone(), |(_, why)| why.to_string())
+}
+
+/// A count checked to be in `[min, max]`; `what` names the unit in the error (`item`,
+/// `run`).
+///
+/// ```
+/// use runner::lab::flags::count_in;
+/// assert_eq!(count_in("items", 5, 1, 10, "item").unwrap(), 5);
+/// assert_eq!(count_in("runs", 1, 2, 10, "run").unwrap_err().to_string(), "--runs 1: at least 2 runs are needed");
+/// assert_eq!(count_in("items", 11, 1, 10, "item").unwrap_err().to_string(), "--items 11: at most 10 items");
+/// ```
+pub fn count_in(flag: &str, n: usize, min: usize, max: usize, what: &str) -> Result<usize> {
+    let s = n;
     if n < min {
         let (plural, verb) = if min == 1 { ("", "is") } else { ("s", "are") };
         return Err(Error::Usage(format!(
@@ -110,13 +143,13 @@ pub fn count_in(flag: &str, s: &str, min: usize, max: usize, what: &str) -> Resu
 ///
 /// ```
 /// use runner::lab::flags::rate;
-/// assert_eq!(rate("rate", "1e6", 1e9).unwrap(), 1e6);
-/// for bad in ["0", "-3", "inf", "2e9"] {
+/// assert_eq!(rate("rate", 1e6, 1e9).unwrap(), 1e6);
+/// for bad in [0.0, -3.0, f64::INFINITY, 2e9] {
 ///     assert!(rate("rate", bad, 1e9).is_err(), "{bad}");
 /// }
 /// ```
-pub fn rate(flag: &str, s: &str, max: f64) -> Result<f64> {
-    let r: f64 = num(flag, s)?;
+pub fn rate(flag: &str, r: f64, max: f64) -> Result<f64> {
+    let s = r;
     if !(r > 0.0 && r.is_finite()) {
         return Err(Error::Usage(format!(
             "--{flag} {s}: the rate must be above 0 per second"
@@ -131,8 +164,8 @@ pub fn rate(flag: &str, s: &str, max: f64) -> Result<f64> {
 }
 
 /// `--noise-seconds`: 0 (no probe) to 60.
-pub fn noise_seconds(s: &str) -> Result<f64> {
-    let v: f64 = num("noise-seconds", s)?;
+pub fn noise_seconds(v: f64) -> Result<f64> {
+    let s = v;
     if !(0.0..=60.0).contains(&v) {
         return Err(Error::Usage(format!(
             "--noise-seconds {s}: give 0 (no probe) to 60 seconds"

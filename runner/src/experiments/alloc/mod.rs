@@ -37,31 +37,31 @@ const MIB: usize = 1 << 20;
 #[derive(Args, Debug, Clone)]
 pub struct AllocArgs {
     /// Requested bytes the main test keeps live, in MiB (the document: 1.3 GB, see --full)
-    #[arg(long, default_value = "256", allow_hyphen_values = true)]
-    pub working_set_mib: String,
+    #[arg(long, default_value = "256", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub working_set_mib: usize,
     /// Replacements (free + alloc) of the main test, per run
     #[arg(
         long,
         alias = "ops",
         default_value = "10000000",
         allow_hyphen_values = true
-    )]
-    pub items: String,
+    , value_parser = flags::count_value)]
+    pub items: usize,
     /// The document's size: a 1.3 GB working set (overrides --working-set-mib)
     #[arg(long)]
     pub full: bool,
     /// Threads of the main test; the working set and the replacements are split among them
-    #[arg(long, default_value = "1", allow_hyphen_values = true)]
-    pub threads: String,
+    #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub threads: usize,
     /// Largest working set of the sweep in MiB (from 1 MiB, times 4 each step; 0: no sweep)
-    #[arg(long, default_value = "1024", allow_hyphen_values = true)]
-    pub sweep_max_mib: String,
+    #[arg(long, default_value = "1024", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub sweep_max_mib: usize,
     /// Replacements per sweep point
-    #[arg(long, default_value = "2000000", allow_hyphen_values = true)]
-    pub sweep_ops: String,
+    #[arg(long, default_value = "2000000", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub sweep_ops: usize,
     /// Blocks of the producer/consumer run (0: none)
-    #[arg(long, default_value = "2000000", allow_hyphen_values = true)]
-    pub handoff_items: String,
+    #[arg(long, default_value = "2000000", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub handoff_items: usize,
     /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
     #[command(flatten)]
     pub common: flags::Common,
@@ -136,14 +136,14 @@ pub fn config(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)
     let working_set = if a.full {
         DOC_WORKING_SET
     } else {
-        flags::count_in("working-set-mib", &a.working_set_mib, 1, 1 << 20, "MiB")? * MIB
+        flags::count_in("working-set-mib", a.working_set_mib, 1, 1 << 20, "MiB")? * MIB
     };
-    let ops = flags::count_in("items", &a.items, 1, 1 << 36, "replacement")?;
-    let threads = flags::count_in("threads", &a.threads, 1, THREAD_NAMES.len(), "thread")?;
+    let ops = flags::count_in("items", a.items, 1, 1 << 36, "replacement")?;
+    let threads = flags::count_in("threads", a.threads, 1, THREAD_NAMES.len(), "thread")?;
     let repeats = a.common.runs(1, 100)?;
-    let sweep_max = flags::count_in("sweep-max-mib", &a.sweep_max_mib, 0, 1 << 20, "MiB")?;
-    let sweep_ops = flags::count_in("sweep-ops", &a.sweep_ops, 1, 1 << 36, "replacement")?;
-    let handoff_items = flags::count_in("handoff-items", &a.handoff_items, 0, 1 << 36, "block")?;
+    let sweep_max = flags::count_in("sweep-max-mib", a.sweep_max_mib, 0, 1 << 20, "MiB")?;
+    let sweep_ops = flags::count_in("sweep-ops", a.sweep_ops, 1, 1 << 36, "replacement")?;
+    let handoff_items = flags::count_in("handoff-items", a.handoff_items, 0, 1 << 36, "block")?;
     let noise_seconds = a.common.noise_seconds()?;
     check_writable(&a.common.out)?;
     let (pins, notes) = flags::thread_pins(a.common.pin.as_deref(), threads.max(2), topo)?;

@@ -25,11 +25,11 @@ pub const DOCUMENT: &str = "seeds/003_2c72cf52cff595ec.txt";
 #[derive(Args, Debug, Clone)]
 pub struct PatternsArgs {
     /// Fraction of the document's sizes to run (1: its 1000 x 10000 ticks, 100000 orders, 8 x 100000, 1M ticks, 100 MB)
-    #[arg(long, default_value = "1", allow_hyphen_values = true)]
-    pub scale: String,
+    #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = flags::num_value)]
+    pub scale: f64,
     /// Threads sharing one pool in the multi-thread part [default: the document's 8]
-    #[arg(long, default_value = "8", allow_hyphen_values = true)]
-    pub threads: String,
+    #[arg(long, default_value = "8", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub threads: usize,
     /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
     #[command(flatten)]
     pub common: flags::Common,
@@ -115,7 +115,7 @@ impl super::Experiment for Patterns {
 
 /// Validates `runner patterns` arguments against the machine. Every error is one line.
 pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
-    let scale: f64 = flags::num("scale", &a.scale)?;
+    let scale: f64 = a.scale;
     if !(scale > 0.0 && scale <= 10.0) {
         return Err(Error::Usage(format!(
             "--scale {}: must be above 0 and at most 10",
@@ -123,7 +123,7 @@ pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<Strin
         )));
     }
     let repeats = a.common.runs(2, 1000)?;
-    let threads = flags::count_in("threads", &a.threads, 1, 256, "thread")?;
+    let threads = flags::count_in("threads", a.threads, 1, 256, "thread")?;
     let noise_seconds = a.common.noise_seconds()?;
     let sized = |doc: usize| ((doc as f64 * scale).round() as usize).max(1);
     check_writable(&a.common.out)?;

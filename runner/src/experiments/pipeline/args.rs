@@ -19,23 +19,23 @@ pub struct PipelineArgs {
     #[arg(long)]
     pub cross_l3: bool,
     /// Offered order rate of the headline and the sweep, orders per second
-    #[arg(long, default_value = "1e6", allow_hyphen_values = true)]
-    pub rate: String,
+    #[arg(long, default_value = "1e6", allow_hyphen_values = true, value_parser = flags::num_value)]
+    pub rate: f64,
     /// Orders per run
-    #[arg(long, default_value = "1000000", allow_hyphen_values = true)]
-    pub items: String,
+    #[arg(long, default_value = "1000000", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub items: usize,
     /// Forward ring capacity, orders
-    #[arg(long, default_value = "1024", allow_hyphen_values = true)]
-    pub capacity: String,
+    #[arg(long, default_value = "1024", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub capacity: usize,
     /// Weight of the consumer's risk check, calibrated on the consumer's core, ns
-    #[arg(long, default_value = "200", allow_hyphen_values = true)]
-    pub work_ns: String,
+    #[arg(long, default_value = "200", allow_hyphen_values = true, value_parser = flags::num_value)]
+    pub work_ns: f64,
     /// Background heap operations per second, per background thread
-    #[arg(long, default_value = "1e6", allow_hyphen_values = true)]
-    pub bg_rate: String,
+    #[arg(long, default_value = "1e6", allow_hyphen_values = true, value_parser = flags::num_value)]
+    pub bg_rate: f64,
     /// Background heap threads (0: none)
-    #[arg(long, default_value = "1", allow_hyphen_values = true)]
-    pub bg_threads: String,
+    #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub bg_threads: usize,
     /// Run the paced headline (5 x 1M at 1 MHz, background at --bg-rate)
     #[arg(long)]
     pub headline: bool,
@@ -56,19 +56,19 @@ pub fn config(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<Strin
         Some(s) => variants::parse_variants(s)?,
         None => Variant::ALL.to_vec(),
     };
-    let rate_hz = flags::rate("rate", &a.rate, 1e8)?;
-    let items = flags::count_in("items", &a.items, 1, 1 << 28, "order")?;
+    let rate_hz = flags::rate("rate", a.rate, 1e8)?;
+    let items = flags::count_in("items", a.items, 1, 1 << 28, "order")?;
     let runs = a.common.runs(1, 1 << 20)?;
-    let capacity = flags::count_in("capacity", &a.capacity, 1, 1 << 24, "order")?;
-    let work_ns: f64 = flags::num("work-ns", &a.work_ns)?;
+    let capacity = flags::count_in("capacity", a.capacity, 1, 1 << 24, "order")?;
+    let work_ns: f64 = a.work_ns;
     if !(0.0..=100_000.0).contains(&work_ns) {
         return Err(Error::Usage(format!(
             "--work-ns {}: give 0 to 100000 ns",
             a.work_ns
         )));
     }
-    let bg_rate_hz = flags::rate("bg-rate", &a.bg_rate, 1e8)?;
-    let bg_threads = flags::count_in("bg-threads", &a.bg_threads, 0, 64, "thread")?;
+    let bg_rate_hz = flags::rate("bg-rate", a.bg_rate, 1e8)?;
+    let bg_threads = flags::count_in("bg-threads", a.bg_threads, 0, 64, "thread")?;
     let noise_seconds = a.common.noise_seconds()?;
     check_writable(&a.common.out)?;
     let mut modes = Vec::new();

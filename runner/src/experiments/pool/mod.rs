@@ -36,11 +36,11 @@ pub struct PoolArgs {
         alias = "iterations",
         default_value = "1000000",
         allow_hyphen_values = true
-    )]
-    pub items: String,
+    , value_parser = flags::count_value)]
+    pub items: usize,
     /// Threads of the concurrent scenario [default: document 001's 4, capped at the cores this process may use]
-    #[arg(long)]
-    pub threads: Option<String>,
+    #[arg(long, value_parser = flags::count_value)]
+    pub threads: Option<usize>,
     /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
     #[command(flatten)]
     pub common: flags::Common,
@@ -104,13 +104,13 @@ impl super::Experiment for Pool {
 
 /// Validates `runner pool` arguments against the machine. Every error is one line.
 pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
-    let iterations = flags::count_in("items", &a.items, 1, 1 << 28, "item")?;
+    let iterations = flags::count_in("items", a.items, 1, 1 << 28, "item")?;
     let repeats = a.common.runs(2, 1000)?;
     let noise_seconds = a.common.noise_seconds()?;
     let cores = topo.allowed.len().max(1);
     let mut doc_note = None;
-    let threads = match &a.threads {
-        Some(s) => flags::count_in("threads", s, 1, THREAD_NAMES.len(), "thread")?,
+    let threads = match a.threads {
+        Some(n) => flags::count_in("threads", n, 1, THREAD_NAMES.len(), "thread")?,
         None => {
             let t = DOC_THREADS.min(cores).max(1);
             if t < DOC_THREADS {

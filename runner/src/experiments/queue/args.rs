@@ -14,14 +14,14 @@ pub struct QueueArgs {
     #[arg(long)]
     pub variants: Option<String>,
     /// Offered rate of the headline run, items per second
-    #[arg(long, default_value = "1e6", allow_hyphen_values = true)]
-    pub rate: String,
+    #[arg(long, default_value = "1e6", allow_hyphen_values = true, value_parser = flags::num_value)]
+    pub rate: f64,
     /// Items per run
-    #[arg(long, default_value = "1000000", allow_hyphen_values = true)]
-    pub items: String,
+    #[arg(long, default_value = "1000000", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub items: usize,
     /// Queue capacity, items
-    #[arg(long, default_value = "1024", allow_hyphen_values = true)]
-    pub capacity: String,
+    #[arg(long, default_value = "1024", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub capacity: usize,
     /// Run the paced headline measurement (the default when no mode is named)
     #[arg(long)]
     pub headline: bool,
@@ -35,8 +35,8 @@ pub struct QueueArgs {
     #[arg(long)]
     pub all: bool,
     /// Sweep: seconds of offered load per point and run (caps --items at low rates)
-    #[arg(long, default_value = "0.2", allow_hyphen_values = true)]
-    pub sweep_seconds: String,
+    #[arg(long, default_value = "0.2", allow_hyphen_values = true, value_parser = flags::num_value)]
+    pub sweep_seconds: f64,
     /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
     #[command(flatten)]
     pub common: flags::Common,
@@ -48,16 +48,16 @@ pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)
         Some(s) => variants::parse_variants(s)?,
         None => variants::Variant::ALL.to_vec(),
     };
-    let rate_hz = flags::rate("rate", &a.rate, 1e9).map_err(|e| match e {
+    let rate_hz = flags::rate("rate", a.rate, 1e9).map_err(|e| match e {
         Error::Usage(m) if m.contains("pacer") => {
             Error::Usage(format!("{m}; use --throughput for unpaced runs"))
         }
         e => e,
     })?;
-    let items = flags::count_in("items", &a.items, 1, 1 << 30, "item")?;
+    let items = flags::count_in("items", a.items, 1, 1 << 30, "item")?;
     let runs = a.common.runs(1, 1 << 20)?;
-    let capacity = flags::count_in("capacity", &a.capacity, 1, 1 << 30, "item")?;
-    let sweep_seconds: f64 = flags::num("sweep-seconds", &a.sweep_seconds)?;
+    let capacity = flags::count_in("capacity", a.capacity, 1, 1 << 30, "item")?;
+    let sweep_seconds: f64 = a.sweep_seconds;
     if !(sweep_seconds > 0.0 && sweep_seconds.is_finite()) {
         return Err(Error::Usage(format!(
             "--sweep-seconds {}: must be above 0",
