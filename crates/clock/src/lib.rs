@@ -134,6 +134,139 @@ fn kernel_clocksource() -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+/// A calibrated clock's reads and conversions in one `Copy` value: what a timed loop,
+/// a pacer or a harness role carries instead of a bare frequency. It reads the same
+/// source as the [`Clock`] it came from ([`Clock::timer`]) and converts with the same
+/// calibration; the calibration record itself stays with the `Clock`.
+///
+/// ```
+/// let clock = handoff_clock::Clock::quick();
+/// let t = clock.timer();
+/// let a = t.start();
+/// let b = t.end();
+/// assert!(b >= a);
+/// let second = t.freq_hz() as u64; // one second of ticks
+/// assert!((t.ns(second) - 1e9).abs() < 1.0);
+/// assert!((t.per_second(10, second) - 10.0).abs() < 1e-6);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Timer {
+    source: Source,
+    ns_per_tick: f64,
+}
+
+impl Timer {
+    /// A timer of `source` at `freq_hz` ticks per second, for tests and for a child
+    /// process that received a parent's timer in pieces. Its reads are `source`'s; its
+    /// conversions use `freq_hz`.
+    ///
+    /// ```
+    /// use handoff_clock::{Source, Timer};
+    /// let t = Timer::with_frequency(Source::Monotonic, 2e9);
+    /// assert_eq!(t.ns(2_000), 1_000.0);
+    /// assert_eq!(t.ticks_for_ns(1_000.0), 2_000);
+    /// ```
+    pub fn with_frequency(source: Source, freq_hz: f64) -> Timer {
+        Timer {
+            source,
+            ns_per_tick: 1e9 / freq_hz,
+        }
+    }
+
+    /// What it reads.
+    pub fn source(self) -> Source {
+        self.source
+    }
+
+    /// Ticks per second.
+    #[inline]
+    pub fn freq_hz(self) -> f64 {
+        1e9 / self.ns_per_tick
+    }
+
+    /// Start-of-interval read (see [`Clock::start`]).
+    #[inline(always)]
+    pub fn start(self) -> u64 {
+        match self.source {
+            #[cfg(target_arch = "x86_64")]
+            Source::Tsc => tsc::start(),
+            _ => monotonic_ticks(),
+        }
+    }
+
+    /// End-of-interval read (see [`Clock::end`]).
+    #[inline(always)]
+    pub fn end(self) -> u64 {
+        match self.source {
+            #[cfg(target_arch = "x86_64")]
+            Source::Tsc => tsc::end(),
+            _ => monotonic_ticks(),
+        }
+    }
+
+    /// An unordered read (see [`Clock::now`]).
+    #[inline(always)]
+    pub fn now(self) -> u64 {
+        match self.source {
+            #[cfg(target_arch = "x86_64")]
+            Source::Tsc => tsc::rdtsc(),
+            _ => monotonic_ticks(),
+        }
+    }
+
+    /// A read with the cpu it ran on (see [`Clock::now_with_cpu`]).
+    #[inline(always)]
+    pub fn now_with_cpu(self) -> (u64, Option<u32>) {
+        match self.source {
+            #[cfg(target_arch = "x86_64")]
+            Source::Tsc => {
+                let (t, aux) = tsc::rdtscp();
+                (t, Some(tsc::cpu_of(aux)))
+            }
+            _ => (monotonic_ticks(), None),
+        }
+    }
+
+    /// `ticks` in nanoseconds, unrounded.
+    #[inline]
+    pub fn ns(self, ticks: u64) -> f64 {
+        ticks as f64 * self.ns_per_tick
+    }
+
+    /// `ticks` in seconds.
+    #[inline]
+    pub fn seconds(self, ticks: u64) -> f64 {
+        ticks as f64 * self.ns_per_tick * 1e-9
+    }
+
+    /// `count` events in `ticks`, per second (0 ticks count as one).
+    #[inline]
+    pub fn per_second(self, count: usize, ticks: u64) -> f64 {
+        count as f64 / self.seconds(ticks.max(1))
+    }
+
+    /// The ticks in `seconds` seconds, unrounded (a time measured another way, in this
+    /// clock's ticks: the documents count cycles).
+    #[inline]
+    pub fn ticks_for_seconds(self, seconds: f64) -> f64 {
+        seconds * self.freq_hz()
+    }
+
+    /// The ticks of `ns` nanoseconds, rounded.
+    #[inline]
+    pub fn ticks_for_ns(self, ns: f64) -> u64 {
+        (ns / self.ns_per_tick).round() as u64
+    }
+
+    /// The ticks between two events at `rate_hz` per second (unrounded: a pacer keeps
+    /// the fraction so its schedule does not drift).
+    #[inline]
+    pub fn period_ticks(self, rate_hz: f64) -> f64 {
+        self.freq_hz() / rate_hz
+    }
+}
+
 impl Clock {
     /// Calibrates with the default options (about 100 ms).
     ///
@@ -287,6 +420,20 @@ impl Clock {
     /// ```
     pub fn calibration(&self) -> &Calibration {
         &self.calibration
+    }
+
+    /// This clock's reads and conversions as a `Copy` [`Timer`].
+    ///
+    /// ```
+    /// let c = handoff_clock::Clock::monotonic();
+    /// assert_eq!(c.timer().freq_hz(), 1e9);
+    /// assert_eq!(c.timer().source(), c.source());
+    /// ```
+    pub fn timer(&self) -> Timer {
+        Timer {
+            source: self.source,
+            ns_per_tick: self.ns_per_tick,
+        }
     }
 
     /// Start-of-interval read (`lfence; rdtsc`, or the monotonic clock).

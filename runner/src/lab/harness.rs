@@ -10,6 +10,7 @@
 use super::error::{Error, Result};
 use super::pacer::{self, Schedule};
 use super::pin;
+use handoff_clock::Timer;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Barrier;
 
@@ -22,8 +23,8 @@ pub const LEAD_NS: f64 = 50_000.0;
 pub struct Start<'a> {
     /// The shared origin (TSC ticks): item 0 of every paced schedule is due here.
     pub t0: u64,
-    /// TSC ticks per second.
-    pub freq_hz: f64,
+    /// The calibrated clock's reads and conversions.
+    pub timer: Timer,
     /// The core this role runs on (already pinned and checked).
     pub cpu: usize,
     /// Ctrl-C: nonzero once a stop was asked for; a paced role stops pacing.
@@ -33,7 +34,7 @@ pub struct Start<'a> {
 impl Start<'_> {
     /// The open-loop schedule at `rate_hz` (`None`: unpaced) from the shared origin.
     pub fn schedule(&self, rate_hz: Option<f64>) -> Schedule {
-        Schedule::new(self.t0, rate_hz, self.freq_hz)
+        Schedule::new(self.t0, rate_hz, self.timer)
     }
 }
 
@@ -64,7 +65,8 @@ impl<'a, R> Role<'a, R> {
 /// use std::sync::atomic::AtomicU8;
 /// let cpu = *runner::lab::topology::Topology::read().allowed.first().unwrap();
 /// let stop = AtomicU8::new(0);
-/// let (t0, out) = run(2.0e9, &stop, vec![
+/// let timer = handoff_clock::Clock::quick().timer();
+/// let (t0, out) = run(timer, &stop, vec![
 ///     Role::new(cpu, |s| s.cpu * 10),
 ///     Role::new(cpu, |s| s.cpu * 10 + 1),
 /// ]).unwrap();
@@ -72,7 +74,7 @@ impl<'a, R> Role<'a, R> {
 /// assert_eq!(out, vec![cpu * 10, cpu * 10 + 1]);
 /// ```
 pub fn run<R: Send>(
-    freq_hz: f64,
+    timer: Timer,
     stop: &AtomicU8,
     roles: Vec<Role<'_, R>>,
 ) -> Result<(u64, Vec<R>)> {
@@ -81,7 +83,7 @@ pub fn run<R: Send>(
     let go = Barrier::new(n);
     let failed = AtomicBool::new(false);
     let origin = AtomicU64::new(0);
-    let lead = (LEAD_NS * freq_hz / 1e9) as u64;
+    let lead = timer.ticks_for_ns(LEAD_NS);
     let results: Vec<Result<Option<R>>> = std::thread::scope(|s| {
         let handles: Vec<_> = roles
             .into_iter()
@@ -101,7 +103,7 @@ pub fn run<R: Send>(
                     }
                     let start = Start {
                         t0: origin.load(Ordering::Relaxed),
-                        freq_hz,
+                        timer,
                         cpu: role.cpu,
                         stop,
                     };
@@ -168,15 +170,16 @@ pub fn stamp(cpu: u32) -> (u64, u64) {
 /// ```
 /// let cpu = *runner::lab::topology::Topology::read().allowed.first().unwrap();
 /// let stop = std::sync::atomic::AtomicU8::new(0);
-/// assert_eq!(runner::lab::harness::on_core(2.0e9, &stop, cpu, || 6 * 7).unwrap(), 42);
+/// let timer = handoff_clock::Clock::quick().timer();
+/// assert_eq!(runner::lab::harness::on_core(timer, &stop, cpu, || 6 * 7).unwrap(), 42);
 /// ```
 pub fn on_core<R: Send>(
-    freq_hz: f64,
+    timer: Timer,
     stop: &AtomicU8,
     cpu: usize,
     work: impl FnOnce() -> R + Send,
 ) -> Result<R> {
-    let (_, mut out) = run(freq_hz, stop, vec![Role::new(cpu, move |_| work())])?;
+    let (_, mut out) = run(timer, stop, vec![Role::new(cpu, move |_| work())])?;
     out.pop()
         .ok_or_else(|| Error::Run("the measured thread returned nothing".into()))
 }
@@ -188,14 +191,15 @@ pub fn on_core<R: Send>(
 /// let cpu = *runner::lab::topology::Topology::read().allowed.first().unwrap();
 /// let stop = std::sync::atomic::AtomicU8::new(0);
 /// let hits = std::sync::atomic::AtomicUsize::new(0);
-/// let wall = runner::lab::harness::together(2.0e9, &stop, &[cpu], 3, |_| {
+/// let timer = handoff_clock::Clock::quick().timer();
+/// let wall = runner::lab::harness::together(timer, &stop, &[cpu], 3, |_| {
 ///     hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 /// }).unwrap();
 /// assert_eq!(hits.into_inner(), 3);
 /// assert!(wall > 0);
 /// ```
 pub fn together(
-    freq_hz: f64,
+    timer: Timer,
     stop: &AtomicU8,
     pins: &[usize],
     threads: usize,
@@ -211,7 +215,7 @@ pub fn together(
             })
         })
         .collect();
-    let (_, spans) = run(freq_hz, stop, roles)?;
+    let (_, spans) = run(timer, stop, roles)?;
     let start = spans.iter().map(|s| s.0).min().unwrap_or(0);
     let end = spans.iter().map(|s| s.1).max().unwrap_or(0);
     Ok(end.saturating_sub(start))
@@ -236,7 +240,12 @@ mod tests {
                 })
             })
             .collect();
-        let (t0, out) = run(1e9, &stop, roles).unwrap();
+        let (t0, out) = run(
+            Timer::with_frequency(handoff_clock::Source::Tsc, 1e9),
+            &stop,
+            roles,
+        )
+        .unwrap();
         assert_eq!(out.len(), 3);
         for (i, (seen, cpu)) in out.into_iter().enumerate() {
             assert_eq!(seen, t0);
@@ -258,7 +267,12 @@ mod tests {
                 Role::new(ok, |_s: Start<'_>| ran.store(true, Ordering::Relaxed)),
                 Role::new(bad, |_s: Start<'_>| ran.store(true, Ordering::Relaxed)),
             ];
-            let e = run(1e9, &stop, roles).unwrap_err();
+            let e = run(
+                Timer::with_frequency(handoff_clock::Source::Tsc, 1e9),
+                &stop,
+                roles,
+            )
+            .unwrap_err();
             assert!(matches!(e, Error::Run(_)), "{e:?}");
             assert!(e.to_string().contains(&format!("core {bad}")), "{e}");
             assert!(!ran.load(Ordering::Relaxed));
@@ -270,7 +284,12 @@ mod tests {
         let stop = AtomicU8::new(0);
         let ok = *Topology::read().allowed.first().unwrap();
         let roles: Vec<Role<'_, ()>> = vec![Role::new(ok, |_s: Start<'_>| panic!("on purpose"))];
-        let e = run(1e9, &stop, roles).unwrap_err();
+        let e = run(
+            Timer::with_frequency(handoff_clock::Source::Tsc, 1e9),
+            &stop,
+            roles,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("panicked"), "{e}");
     }
 }

@@ -3,6 +3,8 @@
 //! slides). The producer stamps the actual send time; the intended time is this
 //! schedule, so coordinated-omission-aware latency can be computed afterwards.
 
+use handoff_clock::Timer;
+
 /// The fraction of the offered rate below which a run is flagged.
 pub const MIN_ACHIEVED_FRACTION: f64 = 0.95;
 
@@ -16,17 +18,18 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// A schedule at `rate_hz` items per second for a clock of `freq_hz` ticks per second.
-    /// `None` rate means unpaced.
+    /// A schedule at `rate_hz` items per second on `timer`'s ticks. `None` rate means
+    /// unpaced.
     ///
     /// ```
+    /// use handoff_clock::{Source, Timer};
     /// use runner::lab::pacer::Schedule;
-    /// let s = Schedule::new(1_000, Some(1e6), 3e9);
+    /// let s = Schedule::new(1_000, Some(1e6), Timer::with_frequency(Source::Tsc, 3e9));
     /// assert_eq!((s.due(0), s.due(1), s.due(10)), (1_000, 4_000, 31_000));
     /// ```
-    pub fn new(t0: u64, rate_hz: Option<f64>, freq_hz: f64) -> Schedule {
+    pub fn new(t0: u64, rate_hz: Option<f64>, timer: Timer) -> Schedule {
         let period_ticks = match rate_hz {
-            Some(r) if r > 0.0 && r.is_finite() => freq_hz / r,
+            Some(r) if r > 0.0 && r.is_finite() => timer.period_ticks(r),
             _ => 0.0,
         };
         Schedule { t0, period_ticks }
@@ -121,15 +124,20 @@ pub fn log_spaced(lo: f64, hi: f64, count: usize) -> Vec<f64> {
 mod tests {
     use super::*;
 
+    /// A TSC timer at `freq_hz`, for schedules computed on paper.
+    fn at(freq_hz: f64) -> Timer {
+        Timer::with_frequency(handoff_clock::Source::Tsc, freq_hz)
+    }
+
     #[test]
     fn schedule_is_a_fixed_origin_grid() {
-        let s = Schedule::new(10_000, Some(1e6), 2.596e9);
+        let s = Schedule::new(10_000, Some(1e6), at(2.596e9));
         assert!((s.period_ticks - 2596.0).abs() < 1e-9);
         for i in [0u64, 1, 2, 999, 1_000_000] {
             assert_eq!(s.due(i), 10_000 + i * 2596);
         }
         // A fractional period floors each due time from the origin: no drift builds up.
-        let s = Schedule::new(0, Some(3e6), 1e9);
+        let s = Schedule::new(0, Some(3e6), at(1e9));
         assert_eq!(
             (s.due(1), s.due(2), s.due(3), s.due(3_000_000)),
             (333, 666, 1000, 1_000_000_000)
@@ -142,7 +150,7 @@ mod tests {
             Some(f64::NAN),
             Some(f64::INFINITY),
         ] {
-            let s = Schedule::new(7, r, 1e9);
+            let s = Schedule::new(7, r, at(1e9));
             assert!(!s.is_paced());
             assert_eq!(s.due(123), 7);
         }

@@ -191,7 +191,7 @@ impl super::Prepared for Prepared {
 
     fn run(&self, session: &mut Session) -> Result<Output> {
         let cfg = &self.cfg;
-        let freq = session.clock.calibration().freq_hz;
+        let timer = session.clock.timer();
         let n = Contender::ALL.len();
         let bar = session.progress((n * cfg.repeats) as u64)?;
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); n];
@@ -213,7 +213,7 @@ impl super::Prepared for Prepared {
                 },
                 sweep_ops: cfg.sweep_ops,
                 handoff_items: cfg.handoff_items,
-                freq,
+                timer,
             };
             samples[i].push(work::measure(&spec)?);
             Ok(())

@@ -12,6 +12,7 @@
 
 use crate::lab::error::{Error, Result};
 use crate::lab::{harness, stop};
+use handoff_clock::Timer;
 use serde::{Deserialize, Serialize};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
@@ -93,7 +94,7 @@ pub struct Spec {
     /// Blocks of the producer/consumer run (0: none).
     pub handoff_items: usize,
     /// TSC ticks per second.
-    pub freq: f64,
+    pub timer: Timer,
 }
 
 /// What a child measured.
@@ -374,7 +375,7 @@ fn run<B: Blocks, F: Fn() -> B + Sync>(new: F, spec: &Spec) -> Result<Sample> {
     let t = spec.threads.max(1);
     let results: Vec<Slot> = (0..t).map(|_| Mutex::new(None)).collect();
     let start = Instant::now();
-    harness::together(spec.freq, stop, &spec.pins, t, |k| {
+    harness::together(spec.timer, stop, &spec.pins, t, |k| {
         let r = one_thread(
             &mut new(),
             spec.working_set / t,
@@ -398,10 +399,13 @@ fn run<B: Blocks, F: Fn() -> B + Sync>(new: F, spec: &Spec) -> Result<Sample> {
     let ns_per_pair = steady * 1e9 / t as f64 / (spec.ops / t).max(1) as f64;
     let mut sweep = Vec::new();
     for &ws in &spec.sweep {
-        let (s, _) = harness::on_core(spec.freq, stop, spec.pins[0], || {
+        let (s, _) = harness::on_core(spec.timer, stop, spec.pins[0], || {
             one_thread(&mut new(), ws, spec.sweep_ops, 0x5eed)
         })??;
-        sweep.push((ws, s * spec.freq / spec.sweep_ops.max(1) as f64));
+        sweep.push((
+            ws,
+            spec.timer.ticks_for_seconds(s) / spec.sweep_ops.max(1) as f64,
+        ));
     }
     Ok(Sample {
         seconds,
@@ -422,7 +426,7 @@ fn cross<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<f64> {
     let rx = Mutex::new(Some(rx));
     let bad = std::sync::atomic::AtomicUsize::new(0);
     let pins = [spec.pins[0], *spec.pins.get(1).unwrap_or(&spec.pins[0])];
-    let ticks = harness::together(spec.freq, stop::flag(), &pins, 2, |k| {
+    let ticks = harness::together(spec.timer, stop::flag(), &pins, 2, |k| {
         if k == 0 {
             let mut tx = tx
                 .lock()
@@ -472,7 +476,7 @@ fn cross<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<f64> {
     if bad.into_inner() > 0 {
         return Err(Error::Run("a handed-off block was overwritten".into()));
     }
-    Ok(n as f64 * spec.freq / ticks.max(1) as f64)
+    Ok(spec.timer.per_second(n, ticks))
 }
 
 #[cfg(test)]

@@ -165,7 +165,7 @@ impl super::Prepared for Prepared {
 
     fn run(&self, session: &mut Session) -> Result<Output> {
         let cfg = &self.cfg;
-        let freq = session.clock.calibration().freq_hz;
+        let timer = session.clock.timer();
         let r = cfg.repeats;
         let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1;
         let bar = session.progress(steps as u64)?;
@@ -186,11 +186,11 @@ impl super::Prepared for Prepared {
             let keep = rep > 0;
             check()?;
             bar.set_message(format!("repeat {} arena", rep + 1));
-            let a = work::arena_vs_malloc(cfg, freq, rep % 2 == 0)?;
+            let a = work::arena_vs_malloc(cfg, timer, rep % 2 == 0)?;
             bar.inc(1);
             check()?;
             bar.set_message(format!("repeat {} typed pool", rep + 1));
-            let t = work::typed_pool_vs_box(cfg, freq, rep % 2 == 1)?;
+            let t = work::typed_pool_vs_box(cfg, timer, rep % 2 == 1)?;
             bar.inc(2);
             if keep {
                 arena.push(a);
@@ -205,7 +205,7 @@ impl super::Prepared for Prepared {
                     cfg.threads,
                     who.name()
                 ));
-                let wall = work::many_threads(cfg, freq, who)?;
+                let wall = work::many_threads(cfg, timer, who)?;
                 if keep {
                     shared[i].push(wall);
                 }
@@ -215,7 +215,7 @@ impl super::Prepared for Prepared {
                 check()?;
                 let src = [work::Source::Malloc, work::Source::Pool][i];
                 bar.set_message(format!("repeat {} orders {}", rep + 1, src.name()));
-                let p = work::process(cfg, freq, src)?;
+                let p = work::process(cfg, timer, src)?;
                 if keep {
                     processed[i].push(p);
                 }
@@ -224,11 +224,11 @@ impl super::Prepared for Prepared {
         }
         check()?;
         bar.set_message("profiler");
-        let profile = work::profiled(cfg, freq, &session.clock)?;
+        let profile = work::profiled(cfg, timer, &session.clock)?;
         bar.inc(1);
         check()?;
         bar.set_message("numa");
-        let numa = work::numa_access(cfg, freq, &self.allowed)?;
+        let numa = work::numa_access(cfg, timer, &self.allowed)?;
         bar.inc(1);
         bar.finish_and_clear();
         let outcome = report::Outcome::new(

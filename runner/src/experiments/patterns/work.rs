@@ -8,6 +8,7 @@ use crate::lab::harness::{on_core, together};
 use crate::lab::pacer::now;
 use crate::lab::stop;
 use handoff_clock::Clock;
+use handoff_clock::Timer;
 use handoff_pool::numa::{self, Placement};
 use handoff_pool::policy::{LockFree, Locked, Policy, ThreadCached};
 use handoff_pool::{BumpArena, Capacity, Pool};
@@ -83,11 +84,11 @@ fn bug(e: impl std::fmt::Display) -> ! {
 // Arena vs malloc: `iterations` batches of `per` ticks.
 
 /// One repeat: (malloc ticks, arena ticks) of the whole loop.
-pub fn arena_vs_malloc(cfg: &Config, freq: f64, malloc_first: bool) -> Result<(u64, u64)> {
+pub fn arena_vs_malloc(cfg: &Config, timer: Timer, malloc_first: bool) -> Result<(u64, u64)> {
     let (iters, per) = (cfg.arena_iterations, cfg.arena_batch);
     let cpu = cfg.pins[0];
     let malloc = || {
-        on_core(freq, stop::flag(), cpu, move || {
+        on_core(timer, stop::flag(), cpu, move || {
             let t0 = now();
             for i in 0..iters {
                 let mut ptrs: Vec<Box<Tick>> = Vec::with_capacity(per);
@@ -100,7 +101,7 @@ pub fn arena_vs_malloc(cfg: &Config, freq: f64, malloc_first: bool) -> Result<(u
         })
     };
     let arena = || {
-        on_core(freq, stop::flag(), cpu, move || {
+        on_core(timer, stop::flag(), cpu, move || {
             let t0 = now();
             let mut arena = BumpArena::new(size_of::<Tick>() * per * 2).unwrap_or_else(|e| bug(e));
             for i in 0..iters {
@@ -139,11 +140,11 @@ pub struct TypedSample {
 }
 
 /// One repeat of the typed-pool part.
-pub fn typed_pool_vs_box(cfg: &Config, freq: f64, box_first: bool) -> Result<TypedSample> {
+pub fn typed_pool_vs_box(cfg: &Config, timer: Timer, box_first: bool) -> Result<TypedSample> {
     let n = cfg.orders_typed;
     let cpu = cfg.pins[0];
     let boxed = || {
-        on_core(freq, stop::flag(), cpu, move || {
+        on_core(timer, stop::flag(), cpu, move || {
             let mut v: Vec<Box<Order>> = Vec::with_capacity(n);
             let t0 = now();
             for i in 0..n as u64 {
@@ -154,7 +155,7 @@ pub fn typed_pool_vs_box(cfg: &Config, freq: f64, box_first: bool) -> Result<Typ
         })
     };
     let pooled = || {
-        on_core(freq, stop::flag(), cpu, move || {
+        on_core(timer, stop::flag(), cpu, move || {
             let mut v = Vec::with_capacity(n);
             let t0 = now();
             let pool =
@@ -229,16 +230,16 @@ impl Shared {
 }
 
 /// Wall ticks of one repeat of `who`.
-pub fn many_threads(cfg: &Config, freq: f64, who: Shared) -> Result<u64> {
+pub fn many_threads(cfg: &Config, timer: Timer, who: Shared) -> Result<u64> {
     let (t, per) = (cfg.threads, cfg.per_thread);
-    fn shared<P: Policy>(cfg: &Config, freq: f64, t: usize, per: usize) -> Result<u64>
+    fn shared<P: Policy>(cfg: &Config, timer: Timer, t: usize, per: usize) -> Result<u64>
     where
         Pool<Order, P>: Sync,
     {
         // Document 003's pool starts with one block of 4096 and grows.
         let pool = Pool::<Order, P>::new(Capacity::Grow { first_block: 4096 })
             .map_err(|e| Error::Run(format!("pool: {e}")))?;
-        together(freq, stop::flag(), &cfg.pins, t, |k| {
+        together(timer, stop::flag(), &cfg.pins, t, |k| {
             let mut held = Vec::with_capacity(per);
             for i in 0..per as u64 {
                 held.push(
@@ -252,10 +253,10 @@ pub fn many_threads(cfg: &Config, freq: f64, who: Shared) -> Result<u64> {
         })
     }
     match who {
-        Shared::LockFree => shared::<LockFree>(cfg, freq, t, per),
-        Shared::ThreadCached => shared::<ThreadCached>(cfg, freq, t, per),
-        Shared::Locked => shared::<Locked>(cfg, freq, t, per),
-        Shared::Malloc => together(freq, stop::flag(), &cfg.pins, t, |k| {
+        Shared::LockFree => shared::<LockFree>(cfg, timer, t, per),
+        Shared::ThreadCached => shared::<ThreadCached>(cfg, timer, t, per),
+        Shared::Locked => shared::<Locked>(cfg, timer, t, per),
+        Shared::Malloc => together(timer, stop::flag(), &cfg.pins, t, |k| {
             let mut held = Vec::with_capacity(per);
             for i in 0..per as u64 {
                 held.push(Box::new(Order::new(k as u64 * 1_000_000_000 + i)));
@@ -378,11 +379,11 @@ pub fn memory(cfg: &Config, how: Holder) -> Result<Memory> {
 
 /// Profiles `batches` x (`batch` allocations, then `batch` releases) of orders on
 /// the pool, then on `Box`; returns (pool, malloc) reports.
-pub fn profiled(cfg: &Config, freq: f64, clock: &Clock) -> Result<(AllocReport, AllocReport)> {
+pub fn profiled(cfg: &Config, timer: Timer, clock: &Clock) -> Result<(AllocReport, AllocReport)> {
     let (batches, batch) = (cfg.profile_batches, 1000usize);
     let cpu = cfg.pins[0];
     let pool_clock = clock.clone();
-    let pool = on_core(freq, stop::flag(), cpu, move || {
+    let pool = on_core(timer, stop::flag(), cpu, move || {
         let pool = Pool::<Order>::new(Capacity::Fixed(batch)).unwrap_or_else(|e| bug(e));
         let mut prof = AllocProfiler::new(pool_clock);
         let mut held = Vec::with_capacity(batch);
@@ -398,7 +399,7 @@ pub fn profiled(cfg: &Config, freq: f64, clock: &Clock) -> Result<(AllocReport, 
         prof.report()
     })?;
     let box_clock = clock.clone();
-    let malloc = on_core(freq, stop::flag(), cpu, move || {
+    let malloc = on_core(timer, stop::flag(), cpu, move || {
         let mut prof = AllocProfiler::new(box_clock);
         let mut held = Vec::with_capacity(batch);
         for b in 0..batches {
@@ -444,7 +445,7 @@ fn cpus_of(node: u32, allowed: &[usize]) -> Vec<usize> {
 }
 
 /// Sums `passes` times over `mb` MiB of doubles on node `nodes[0]`.
-pub fn numa_access(cfg: &Config, freq: f64, allowed: &[usize]) -> Result<NumaOutcome> {
+pub fn numa_access(cfg: &Config, timer: Timer, allowed: &[usize]) -> Result<NumaOutcome> {
     let nodes = numa::online_nodes().map_err(|e| Error::Unsupported(e.to_string()))?;
     let home = nodes[0];
     let bytes = cfg.numa_mb << 20;
@@ -458,7 +459,7 @@ pub fn numa_access(cfg: &Config, freq: f64, allowed: &[usize]) -> Result<NumaOut
     let data: &[f64] = data;
     let passes = cfg.numa_passes;
     let sum_on = |cpu: usize| -> Result<f64> {
-        let ticks = on_core(freq, stop::flag(), cpu, move || {
+        let ticks = on_core(timer, stop::flag(), cpu, move || {
             let t0 = now();
             let mut sum = 0.0;
             for _ in 0..passes {
@@ -467,7 +468,7 @@ pub fn numa_access(cfg: &Config, freq: f64, allowed: &[usize]) -> Result<NumaOut
             black_box(sum);
             now() - t0
         })?;
-        Ok((bytes * passes) as f64 / (ticks as f64 / freq) / 1e9)
+        Ok((bytes * passes) as f64 / timer.seconds(ticks) / 1e9)
     };
     let local_cpu = cpus_of(home, allowed)
         .first()
@@ -572,14 +573,14 @@ fn orders_loop(source: Source, n: usize, limits: &[f64; 64], mut latency: Option
 
 /// One repeat: a pass with every order timed (latency), then a pass without the
 /// clock reads (throughput).
-pub fn process(cfg: &Config, freq: f64, source: Source) -> Result<Processed> {
+pub fn process(cfg: &Config, timer: Timer, source: Source) -> Result<Processed> {
     let n = cfg.orders;
     let cpu = cfg.pins[0];
     let mut limits = [0.0f64; 64];
     for (i, l) in limits.iter_mut().enumerate() {
         *l = 50_000.0 + i as f64 * 1000.0;
     }
-    on_core(freq, stop::flag(), cpu, move || {
+    on_core(timer, stop::flag(), cpu, move || {
         let mut latency = Latency::with_unit(Unit::Ticks);
         orders_loop(source, n, &limits, Some(&mut latency));
         let start = now();

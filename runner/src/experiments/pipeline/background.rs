@@ -103,6 +103,6 @@ pub fn churn(
     drop(live);
     BgReport {
         ops,
-        seconds: end.saturating_sub(start) as f64 / s.freq_hz,
+        seconds: s.timer.seconds(end.saturating_sub(start)),
     }
 }

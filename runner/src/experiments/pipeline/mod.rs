@@ -127,7 +127,7 @@ impl super::Prepared for Prepared {
 fn calibrate(cfg: &Config, clock: &Clock) -> Result<(u32, f64)> {
     let target = cfg.work_ns;
     let (_, mut out) = harness::run(
-        clock.calibration().freq_hz,
+        clock.timer(),
         stop::flag(),
         vec![Role::new(cfg.pins[1], |_s| order::calibrate(target, clock))],
     )?;
@@ -300,7 +300,7 @@ pub fn execute(
     }
     let steps: usize = groups.iter().map(|g| g.3 * cfg.variants.len()).sum();
     progress.set_length(steps as u64);
-    let freq_hz = clock.calibration().freq_hz;
+    let timer = clock.timer();
     for (mode, bg, bg_threads, runs) in groups {
         let first = out.cells.len();
         let offered = (mode != Mode::Throughput).then_some(cfg.rate_hz);
@@ -321,7 +321,7 @@ pub fn execute(
             items: cfg.items,
             capacity: cfg.capacity,
             rate_hz: offered,
-            freq_hz,
+            timer,
             producer_cpu: cfg.pins[0],
             consumer_cpu: cfg.pins[1],
             bg_cpus: (0..bg_threads)

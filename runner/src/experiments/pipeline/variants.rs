@@ -14,6 +14,7 @@ use crate::lab::error::{Error, Result};
 use crate::lab::harness::{self, stamp, wait_due, Role, Start};
 use crate::lab::measure::Stamps;
 use crate::lab::pacer::Schedule;
+use handoff_clock::Timer;
 use handoff_pool::{arena, return_queue, ArenaBox, PoolBox};
 use serde::{Deserialize, Serialize};
 use std::ops::DerefMut;
@@ -71,8 +72,8 @@ pub struct RunSpec {
     pub capacity: usize,
     /// Offered rate; `None` is unpaced.
     pub rate_hz: Option<f64>,
-    /// TSC frequency.
-    pub freq_hz: f64,
+    /// The calibrated clock: reads and conversions.
+    pub timer: Timer,
     /// Producer, consumer and background cores (one per background thread).
     pub producer_cpu: usize,
     /// Consumer core.
@@ -305,7 +306,7 @@ fn roles<A: Alloc, F: Free<Obj = A::Obj>>(
             ))
         }));
     }
-    let (t0, outs) = harness::run(spec.freq_hz, stop, list)?;
+    let (t0, outs) = harness::run(spec.timer, stop, list)?;
     let (mut off_core, mut bad_items, mut exhausted, mut bg) = (0, 0, 0, Vec::new());
     for o in outs {
         match o {
@@ -322,7 +323,7 @@ fn roles<A: Alloc, F: Free<Obj = A::Obj>>(
     }
     Ok(RunRaw {
         stamps: Stamps {
-            schedule: Schedule::new(t0, spec.rate_hz, spec.freq_hz),
+            schedule: Schedule::new(t0, spec.rate_hz, spec.timer),
             send,
             recv,
             off_core,
@@ -412,7 +413,7 @@ fn decode(bytes: &[u8], spec: &RunSpec) -> Result<RunRaw> {
         .collect();
     Ok(RunRaw {
         stamps: Stamps {
-            schedule: Schedule::new(words[0], spec.rate_hz, spec.freq_hz),
+            schedule: Schedule::new(words[0], spec.rate_hz, spec.timer),
             send: arr(0),
             recv: arr(1),
             off_core: words[1],
@@ -435,7 +436,7 @@ mod tests {
             items: 3,
             capacity: 8,
             rate_hz: Some(1e6),
-            freq_hz: 2e9,
+            timer: Timer::with_frequency(handoff_clock::Source::Tsc, 2e9),
             producer_cpu: 0,
             consumer_cpu: 1,
             bg_cpus: vec![0],
@@ -446,7 +447,7 @@ mod tests {
         };
         let raw = RunRaw {
             stamps: Stamps {
-                schedule: Schedule::new(77, spec.rate_hz, spec.freq_hz),
+                schedule: Schedule::new(77, spec.rate_hz, spec.timer),
                 send: vec![1, 2, 3],
                 recv: vec![4, 5, 6],
                 off_core: 1,
@@ -482,7 +483,7 @@ mod tests {
             items: 20_000,
             capacity: 64,
             rate_hz: None,
-            freq_hz: handoff_clock::Clock::quick().calibration().freq_hz,
+            timer: handoff_clock::Clock::quick().timer(),
             producer_cpu: cpus[0],
             consumer_cpu: cpus[cpus.len() - 1],
             bg_cpus: vec![cpus[0]],

@@ -153,7 +153,7 @@ impl super::Prepared for Prepared {
 
     fn run(&self, session: &mut Session) -> Result<Output> {
         let cfg = &self.cfg;
-        let freq = session.clock.calibration().freq_hz;
+        let timer = session.clock.timer();
         let cells = work::cells(cfg);
         let bar = session.progress((cells.len() * cfg.repeats) as u64)?;
         let mut samples = vec![Vec::new(); cells.len()];
@@ -163,7 +163,7 @@ impl super::Prepared for Prepared {
             cells.len(),
             |i| cells[i].label(),
             |run, i| {
-                let s = work::measure(&cells[i], cfg, freq)?;
+                let s = work::measure(&cells[i], cfg, timer)?;
                 // The first run is the warm-up.
                 if run > 0 {
                     samples[i].push(s);

@@ -6,6 +6,7 @@ use crate::lab::error::{Error, Result};
 use crate::lab::harness::{on_core as one, together};
 use crate::lab::pacer::now;
 use crate::lab::stop;
+use handoff_clock::Timer;
 use handoff_pool::policy::{LockFree, Locked, Policy, SingleThreaded, ThreadCached};
 use handoff_pool::{Capacity, Pool};
 use serde::{Deserialize, Serialize};
@@ -173,7 +174,7 @@ fn exhausted() -> ! {
 struct ChildSpec {
     cell: Cell,
     cfg: Config,
-    freq: f64,
+    timer: Timer,
 }
 
 /// The child task that runs the malloc loops under mimalloc.
@@ -187,17 +188,17 @@ pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
         contender: Contender::Malloc,
         ..spec.cell
     };
-    let sample = measure(&cell, &spec.cfg, spec.freq).map_err(|e| e.to_string())?;
+    let sample = measure(&cell, &spec.cfg, spec.timer).map_err(|e| e.to_string())?;
     serde_json::to_vec(&sample).map_err(|e| e.to_string())
 }
 
 /// Runs one repeat of `cell`.
-pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
+pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
     if cell.contender == Contender::Mimalloc {
         let spec = ChildSpec {
             cell: cell.clone(),
             cfg: cfg.clone(),
-            freq,
+            timer,
         };
         let json = serde_json::to_vec(&spec).map_err(|e| Error::Run(e.to_string()))?;
         let out = crate::lab::child::run("mimalloc", CHILD_TASK, "mimalloc", &json)?;
@@ -206,10 +207,10 @@ pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
     }
     let n = cfg.iterations;
     let cpu = cfg.pins[0];
-    let to_ns = |ticks: u64, ops: usize| ticks as f64 * 1e9 / freq / ops as f64;
+    let to_ns = |ticks: u64, ops: usize| timer.ns(ticks) / ops as f64;
     match cell.scenario {
         Scenario::Bulk => {
-            let (a, f) = one(freq, stop::flag(), cpu, move || match cell.contender {
+            let (a, f) = one(timer, stop::flag(), cpu, move || match cell.contender {
                 Contender::SingleThreaded => bulk::<SingleThreaded>(n),
                 Contender::Locked => bulk::<Locked>(n),
                 Contender::LockFree => bulk::<LockFree>(n),
@@ -222,7 +223,7 @@ pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
             })
         }
         Scenario::Interleaved => {
-            let t = one(freq, stop::flag(), cpu, move || match cell.contender {
+            let t = one(timer, stop::flag(), cpu, move || match cell.contender {
                 Contender::SingleThreaded => interleaved::<SingleThreaded>(n),
                 Contender::Locked => interleaved::<Locked>(n),
                 Contender::LockFree => interleaved::<LockFree>(n),
@@ -238,13 +239,13 @@ pub fn measure(cell: &Cell, cfg: &Config, freq: f64) -> Result<Sample> {
             let pins = &cfg.pins[..];
             let t = cell.threads;
             let wall = match cell.contender {
-                Contender::SingleThreaded => one(freq, stop::flag(), cpu, move || {
+                Contender::SingleThreaded => one(timer, stop::flag(), cpu, move || {
                     interleaved::<SingleThreaded>(n)
                 })?,
-                Contender::Locked => concurrent::<Locked>(freq, pins, t, n)?,
-                Contender::LockFree => concurrent::<LockFree>(freq, pins, t, n)?,
-                Contender::ThreadCached => concurrent::<ThreadCached>(freq, pins, t, n)?,
-                Contender::Malloc | Contender::Mimalloc => concurrent_malloc(freq, pins, t, n)?,
+                Contender::Locked => concurrent::<Locked>(timer, pins, t, n)?,
+                Contender::LockFree => concurrent::<LockFree>(timer, pins, t, n)?,
+                Contender::ThreadCached => concurrent::<ThreadCached>(timer, pins, t, n)?,
+                Contender::Malloc | Contender::Mimalloc => concurrent_malloc(timer, pins, t, n)?,
             };
             Ok(Sample {
                 ns: to_ns(wall, n * t),
@@ -320,17 +321,17 @@ fn interleaved_malloc(n: usize) -> u64 {
     now() - t0
 }
 
-fn concurrent<P: Policy>(freq: f64, pins: &[usize], threads: usize, n: usize) -> Result<u64>
+fn concurrent<P: Policy>(timer: Timer, pins: &[usize], threads: usize, n: usize) -> Result<u64>
 where
     Pool<Block, P>: Sync,
 {
     let pool = Pool::<Block, P>::new(Capacity::Fixed(loop_slots(threads)))
         .map_err(|e| Error::Run(format!("pool: {e}")))?;
-    together(freq, stop::flag(), pins, threads, |_| {
+    together(timer, stop::flag(), pins, threads, |_| {
         interleaved_loop(&pool, n)
     })
 }
 
-fn concurrent_malloc(freq: f64, pins: &[usize], threads: usize, n: usize) -> Result<u64> {
-    together(freq, stop::flag(), pins, threads, |_| malloc_loop(n))
+fn concurrent_malloc(timer: Timer, pins: &[usize], threads: usize, n: usize) -> Result<u64> {
+    together(timer, stop::flag(), pins, threads, |_| malloc_loop(n))
 }

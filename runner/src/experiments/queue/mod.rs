@@ -285,7 +285,7 @@ pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -
                     items: cell.items,
                     capacity: cfg.capacity,
                     rate_hz: rate,
-                    freq_hz: clock.calibration().freq_hz,
+                    timer: clock.timer(),
                     producer_cpu: cfg.pins[0],
                     consumer_cpu: cfg.pins[1],
                     stop: stop::flag(),

@@ -10,6 +10,7 @@ use crate::lab::error::{Error, Result};
 use crate::lab::harness::{self, stamp, wait_due, Role, Start};
 use crate::lab::measure::Stamps;
 use crate::lab::pacer::Schedule;
+use handoff_clock::Timer;
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicU8;
 use std::sync::{Condvar, Mutex};
@@ -137,8 +138,8 @@ pub struct RunSpec<'a> {
     pub capacity: usize,
     /// Offered rate; `None` is unpaced (saturated).
     pub rate_hz: Option<f64>,
-    /// TSC frequency.
-    pub freq_hz: f64,
+    /// The calibrated clock: reads and conversions.
+    pub timer: Timer,
     /// Producer core.
     pub producer_cpu: usize,
     /// Consumer core.
@@ -208,12 +209,12 @@ fn two_roles<P: Produce, C: Consume>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result
             rx.consume(&mut recv, s.cpu as u32)
         }),
     ];
-    let (t0, out) = harness::run(spec.freq_hz, spec.stop, roles)?;
+    let (t0, out) = harness::run(spec.timer, spec.stop, roles)?;
     let [(producer_off_cpu, _), (consumer_off_cpu, bad_items)] = out[..] else {
         unreachable!("the harness returns one result per role")
     };
     Ok(Stamps {
-        schedule: Schedule::new(t0, spec.rate_hz, spec.freq_hz),
+        schedule: Schedule::new(t0, spec.rate_hz, spec.timer),
         send,
         recv,
         off_core: producer_off_cpu + consumer_off_cpu,
@@ -420,16 +421,20 @@ impl Consume for Cpp<cpp_baseline::ConsumerSide> {
 mod tests {
     use super::*;
 
+    fn tsc_at(hz: f64) -> Timer {
+        Timer::with_frequency(handoff_clock::Source::Tsc, hz)
+    }
+
     #[test]
     fn rust_and_cpp_pacers_agree() {
-        let s = Schedule::new(123_456_789, Some(1e6), 2.596_123e9);
+        let s = Schedule::new(123_456_789, Some(1e6), tsc_at(2.596_123e9));
         for i in [0u64, 1, 7, 1_000, 999_999, 5_000_000] {
             if let Some(c) = cpp_baseline::cpp_due(s.t0, s.period_ticks, i) {
                 assert_eq!(c, s.due(i), "item {i}");
             }
         }
         for rate in crate::lab::pacer::log_spaced(1e5, 5e7, 12) {
-            let s = Schedule::new(42, Some(rate), 2.6e9);
+            let s = Schedule::new(42, Some(rate), tsc_at(2.6e9));
             if let Some(c) = cpp_baseline::cpp_due(s.t0, s.period_ticks, 999_983) {
                 assert_eq!(c, s.due(999_983), "rate {rate}");
             }
