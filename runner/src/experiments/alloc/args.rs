@@ -1,0 +1,160 @@
+//! `runner alloc`'s flags and their validation against this machine.
+
+use super::DOC_WORKING_SET;
+use crate::lab::error::Result;
+use crate::lab::flags::{self, THREAD_NAMES};
+use crate::lab::results::check_writable;
+use crate::lab::topology::Topology;
+use clap::Args;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// A mebibyte.
+pub const MIB: usize = 1 << 20;
+
+/// `runner alloc` options (every default is written here and nowhere else).
+#[derive(Args, Debug, Clone)]
+pub struct AllocArgs {
+    /// Requested bytes the main test keeps live, in MiB (the document: 1.3 GB, see --full)
+    #[arg(long, default_value = "256", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub working_set_mib: usize,
+    /// Replacements (free + alloc) of the main test, per run
+    #[arg(
+        long,
+        alias = "ops",
+        default_value = "10000000",
+        allow_hyphen_values = true
+    , value_parser = flags::count_value)]
+    pub items: usize,
+    /// The document's size: a 1.3 GB working set (overrides --working-set-mib)
+    #[arg(long)]
+    pub full: bool,
+    /// Threads of the main test; the working set and the replacements are split among them
+    #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub threads: usize,
+    /// Largest working set of the sweep in MiB (from 1 MiB, times 4 each step; 0: no sweep)
+    #[arg(long, default_value = "1024", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub sweep_max_mib: usize,
+    /// Replacements per sweep point
+    #[arg(long, default_value = "2000000", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub sweep_ops: usize,
+    /// Blocks of the producer/consumer run (0: none)
+    #[arg(long, default_value = "2000000", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub handoff_items: usize,
+    /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
+    #[command(flatten)]
+    pub common: flags::Common,
+}
+
+/// Everything `runner alloc` was asked to do (after validation).
+#[derive(Clone, Debug, Serialize)]
+pub struct Config {
+    /// Requested bytes live in the main test.
+    pub working_set: usize,
+    /// Replacements of the main test.
+    pub ops: usize,
+    /// Threads of the main test.
+    pub threads: usize,
+    /// Repeats per contender.
+    pub repeats: usize,
+    /// Working sets of the sweep.
+    pub sweep: Vec<usize>,
+    /// Replacements per sweep point.
+    pub sweep_ops: usize,
+    /// Blocks of the producer/consumer run.
+    pub handoff_items: usize,
+    /// Cores.
+    pub pins: Vec<usize>,
+    /// Output directory.
+    pub out: PathBuf,
+    /// Seconds of the noise probe before and after (0: none).
+    pub noise_seconds: f64,
+}
+
+/// Validates `runner alloc` arguments against the machine. Every error is one line.
+pub fn config(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+    let working_set = if a.full {
+        DOC_WORKING_SET
+    } else {
+        flags::count_in("working-set-mib", a.working_set_mib, 1, 1 << 20, "MiB")? * MIB
+    };
+    let ops = flags::count_in("items", a.items, 1, 1 << 36, "replacement")?;
+    let threads = flags::count_in("threads", a.threads, 1, THREAD_NAMES.len(), "thread")?;
+    let repeats = a.common.runs(1, 100)?;
+    let sweep_max = flags::count_in("sweep-max-mib", a.sweep_max_mib, 0, 1 << 20, "MiB")?;
+    let sweep_ops = flags::count_in("sweep-ops", a.sweep_ops, 1, 1 << 36, "replacement")?;
+    let handoff_items = flags::count_in("handoff-items", a.handoff_items, 0, 1 << 36, "block")?;
+    let noise_seconds = a.common.noise_seconds()?;
+    check_writable(&a.common.out)?;
+    let (pins, notes) = flags::thread_pins(a.common.pin.as_deref(), threads.max(2), topo)?;
+    let mut sweep = Vec::new();
+    let mut ws = MIB;
+    while sweep_max > 0 && ws <= sweep_max * MIB {
+        sweep.push(ws);
+        ws *= 4;
+    }
+    let mut notes = notes;
+    if !a.full {
+        notes.push(format!(
+            "a {} MiB working set; the document's is 1.3 GB (--full)",
+            working_set / MIB
+        ));
+    }
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    Ok((
+        Config {
+            working_set,
+            ops,
+            threads,
+            repeats,
+            sweep,
+            sweep_ops,
+            handoff_items,
+            pins,
+            out: a.common.out.clone(),
+            noise_seconds,
+        },
+        note,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Alloc;
+    use super::*;
+    use crate::experiments::parse_flags;
+
+    fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
+        let a: AllocArgs = parse_flags(&Alloc, args)?;
+        config(&a, &Topology::two_cores())
+    }
+
+    #[test]
+    fn defaults_are_scaled_and_say_so() {
+        let (c, note) = config_of(&[]).unwrap();
+        assert_eq!(c.working_set, 256 * MIB);
+        assert_eq!(c.sweep.first(), Some(&MIB));
+        assert_eq!(c.sweep.last(), Some(&(1024 * MIB)));
+        assert_eq!(c.pins, vec![0, 1]);
+        assert!(note.unwrap().contains("1.3 GB"));
+        let (c, _) = config_of(&["--full"]).unwrap();
+        assert_eq!(c.working_set, DOC_WORKING_SET);
+        let (c, _) = config_of(&["--sweep-max-mib", "0"]).unwrap();
+        assert!(c.sweep.is_empty());
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_one_line() {
+        for (args, needle) in [
+            (&["--ops", "0"][..], "at least 1"),
+            (&["--working-set-mib", "0"][..], "at least 1"),
+            (&["--threads", "0"][..], "at least 1"),
+            (&["--pin", "4,5"][..], "not available"),
+            (&["--ops", "x"][..], "not a number"),
+        ] {
+            let e = config_of(args).unwrap_err().to_string();
+            assert!(e.contains(needle), "{args:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}
