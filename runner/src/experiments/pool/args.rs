@@ -1,0 +1,124 @@
+//! `runner pool`'s flags and their validation against this machine.
+
+use super::DOC_THREADS;
+use crate::lab::error::Result;
+use crate::lab::flags::{self, THREAD_NAMES};
+use crate::lab::results::check_writable;
+use crate::lab::topology::Topology;
+use clap::Args;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// `runner pool` options (every default is written here and nowhere else).
+#[derive(Args, Debug, Clone)]
+pub struct PoolArgs {
+    /// Operations per scenario and run (per thread in the concurrent scenario)
+    #[arg(
+        long,
+        alias = "iterations",
+        default_value = "1000000",
+        allow_hyphen_values = true
+    , value_parser = flags::count_value)]
+    pub items: usize,
+    /// Threads of the concurrent scenario [default: document 001's 4, capped at the cores this process may use]
+    #[arg(long, value_parser = flags::count_value)]
+    pub threads: Option<usize>,
+    /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
+    #[command(flatten)]
+    pub common: flags::Common,
+}
+
+/// Everything `runner pool` was asked to do (after validation).
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+pub struct Config {
+    /// Operations per scenario and repeat (per thread when concurrent).
+    pub iterations: usize,
+    /// Repeats, the first dropped.
+    pub repeats: usize,
+    /// Threads of the concurrent scenario.
+    pub threads: usize,
+    /// One core per thread (cycled when there are more threads than cores).
+    pub pins: Vec<usize>,
+    /// Output directory.
+    pub out: PathBuf,
+    /// Seconds of the noise probe before and after (0: none).
+    pub noise_seconds: f64,
+}
+
+/// Validates `runner pool` arguments against the machine. Every error is one line.
+pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+    let iterations = flags::count_in("items", a.items, 1, 1 << 28, "item")?;
+    let repeats = a.common.runs(2, 1000)?;
+    let noise_seconds = a.common.noise_seconds()?;
+    let cores = topo.allowed.len().max(1);
+    let mut doc_note = None;
+    let threads = match a.threads {
+        Some(n) => flags::count_in("threads", n, 1, THREAD_NAMES.len(), "thread")?,
+        None => {
+            let t = DOC_THREADS.min(cores).max(1);
+            if t < DOC_THREADS {
+                doc_note = Some(format!(
+                    "document 001 ran {DOC_THREADS} threads on 4 cores; this process may use \
+                     {cores}, so the concurrent scenario runs {t} (--threads {DOC_THREADS} \
+                     shares cores)"
+                ));
+            }
+            t
+        }
+    };
+    check_writable(&a.common.out)?;
+    let (pins, placement_notes) = flags::thread_pins(a.common.pin.as_deref(), threads, topo)?;
+    let notes: Vec<String> = doc_note.into_iter().chain(placement_notes).collect();
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    Ok((
+        Config {
+            iterations,
+            repeats,
+            threads,
+            pins,
+            out: a.common.out.clone(),
+            noise_seconds,
+        },
+        note,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Pool;
+    use super::*;
+    use crate::experiments::parse_flags;
+
+    fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
+        let a: PoolArgs = parse_flags(&Pool, args)?;
+        config(&a, &Topology::two_cores())
+    }
+
+    #[test]
+    fn defaults_follow_the_document_and_adapt_to_two_cores() {
+        let (c, note) = config_of(&[]).unwrap();
+        assert_eq!((c.iterations, c.repeats), (1_000_000, 10));
+        assert_eq!(c.threads, 2);
+        assert_eq!(c.pins, vec![0, 1]);
+        assert!(note.unwrap().contains("document 001 ran 4 threads"));
+        let (c, note) = config_of(&["--threads", "4"]).unwrap();
+        assert_eq!((c.threads, c.pins.len()), (4, 2));
+        assert!(note.unwrap().contains("share cores"));
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_one_line() {
+        for (args, needle) in [
+            (&["--iterations", "0"][..], "at least 1"),
+            (&["--repeats", "1"][..], "at least 2"),
+            (&["--threads", "0"][..], "at least 1"),
+            (&["--threads", "99"][..], "at most 16"),
+            (&["--pin", "4,5"][..], "not available"),
+            (&["--iterations", "x"][..], "not a number"),
+        ] {
+            let e = config_of(args).unwrap_err().to_string();
+            assert!(e.contains(needle), "{args:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}
