@@ -2,9 +2,10 @@
 //! Bad input gets one line on stderr and exit status 2, before anything is measured or
 //! written.
 
-use crate::experiments::{self, Experiment, Prepared, REGISTRY};
+use crate::experiments::{self, REGISTRY};
 use crate::lab::env::Toolchain;
 use crate::lab::error::{Error, Result};
+use crate::lab::experiment::{Entry, Prepared};
 use crate::lab::results::check_writable;
 use crate::lab::session::{Id, Session};
 use crate::lab::topology::Topology;
@@ -48,7 +49,7 @@ pub fn command() -> Command {
 /// Parses and validates everything first (bad input: exit 2, nothing measured), then
 /// runs: the named experiment, or every experiment for `runner all`.
 /// A validated run and the experiment it belongs to.
-type Planned = (&'static dyn Experiment, Box<dyn Prepared>);
+type Planned = (&'static dyn Entry, Box<dyn Prepared>);
 
 fn prepare(matches: &clap::ArgMatches, topo: &Topology) -> Result<Vec<Planned>> {
     let (name, sub) = matches

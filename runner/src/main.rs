@@ -16,7 +16,7 @@ fn main() -> std::process::ExitCode {
         let task = args.next();
         let status = runner::lab::child::main(
             task.as_deref().and_then(|t| t.to_str()),
-            runner::experiments::CHILD_TASKS,
+            &runner::experiments::child_tasks(),
         );
         return std::process::ExitCode::from(status as u8);
     }

@@ -3,7 +3,7 @@
 //! re-executes itself as `runner __child <task>` with `HANDOFF_ALLOCATOR` set (read by
 //! `main.rs`'s allocator at the first allocation), sends the task's input on stdin and
 //! reads its output from stdout. The experiments own their tasks (see
-//! `experiments::CHILD_TASKS`); this module owns the process plumbing both sides share.
+//! `Experiment::CHILD_TASK`, gathered by `experiments::child_tasks`); this module owns the process plumbing both sides share.
 
 use crate::lab::error::{Error, Result};
 use std::io::{Read, Write};

@@ -8,6 +8,7 @@ pub mod child;
 pub mod claims;
 pub mod env;
 pub mod error;
+pub mod experiment;
 pub mod flags;
 pub mod fmt;
 pub mod harness;

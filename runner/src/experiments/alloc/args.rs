@@ -122,10 +122,10 @@ pub fn config(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)
 mod tests {
     use super::super::Alloc;
     use super::*;
-    use crate::experiments::parse_flags;
+    use crate::lab::experiment::parse_flags;
 
     fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
-        let a: AllocArgs = parse_flags(&Alloc, args)?;
+        let a: AllocArgs = parse_flags::<Alloc>(args)?;
         config(&a, &Topology::two_cores())
     }
 

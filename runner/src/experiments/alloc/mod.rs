@@ -10,12 +10,12 @@ mod args;
 mod report;
 mod work;
 
+use crate::lab::child::Task;
 use crate::lab::error::Result;
-use crate::lab::flags;
+use crate::lab::experiment::Experiment;
 use crate::lab::rotate;
 use crate::lab::session::{Output, Plan, Session};
 use crate::lab::topology::Topology;
-use clap::Args;
 use report::Outcome;
 
 pub use args::{config, AllocArgs, Config};
@@ -30,55 +30,27 @@ pub const DOC_WORKING_SET: usize = 1_300_000_000;
 /// `runner alloc`.
 pub struct Alloc;
 
-impl super::Experiment for Alloc {
-    fn name(&self) -> &'static str {
-        "alloc"
+impl Experiment for Alloc {
+    type Args = AllocArgs;
+    type Config = Config;
+    const NAME: &'static str = "alloc";
+    const DOCUMENT: &'static str = DOCUMENT;
+    const ABOUT: &'static str = "Size-class allocator vs glibc, mimalloc, jemalloc on a real-world-like test: time, memory, working-set sweep, cross-thread frees (seeds/004)";
+    const RUNS: &'static str = "5";
+    const ROLES: &'static str = "one core per thread (the first runs the one-thread parts, the first two the producer/consumer)";
+    const A_RUN: &'static str =
+        "the main test once per contender, contenders alternated; medians reported";
+    const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
+
+    fn configure(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+        config(a, topo)
     }
 
-    fn document(&self) -> &'static str {
-        DOCUMENT
+    fn placement(c: &Config, note: Option<String>) -> Plan {
+        Plan::alike_threads(c.out.clone(), &c.pins, note, c.noise_seconds)
     }
 
-    fn command(&self) -> clap::Command {
-        let cmd = AllocArgs::augment_args(clap::Command::new("alloc")).about(
-            "Size-class allocator vs glibc, mimalloc, jemalloc on a real-world-like test: time, memory, working-set sweep, cross-thread frees (seeds/004)",
-        );
-        flags::Common::explain(
-            cmd,
-            "5",
-            "one core per thread (the first runs the one-thread parts, the first two the producer/consumer)",
-            "the main test once per contender, contenders alternated; medians reported",
-        )
-    }
-
-    fn all_flags(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    fn prepare(
-        &self,
-        args: &clap::ArgMatches,
-        topo: &Topology,
-    ) -> Result<Box<dyn super::Prepared>> {
-        let a: AllocArgs = super::typed_args(args)?;
-        let (cfg, note) = config(&a, topo)?;
-        Ok(Box::new(Prepared { cfg, note }))
-    }
-}
-
-struct Prepared {
-    cfg: Config,
-    note: Option<String>,
-}
-
-impl super::Prepared for Prepared {
-    fn plan(&self) -> Plan {
-        let c = &self.cfg;
-        Plan::alike_threads(c.out.clone(), &c.pins, self.note.clone(), c.noise_seconds)
-    }
-
-    fn run(&self, session: &mut Session) -> Result<Output> {
-        let cfg = &self.cfg;
+    fn run(cfg: &Config, session: &mut Session) -> Result<Output> {
         let timer = session.clock.timer();
         let n = Contender::ALL.len();
         let bar = session.progress((n * cfg.repeats) as u64)?;

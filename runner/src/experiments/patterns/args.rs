@@ -55,6 +55,10 @@ pub struct Config {
     pub out: PathBuf,
     /// Seconds of the noise probe before and after (0: none).
     pub noise_seconds: f64,
+    /// The cores this process may use (the NUMA part looks for a local and a remote
+    /// one among them).
+    #[serde(skip)]
+    pub allowed: Vec<usize>,
 }
 
 /// Validates `runner patterns` arguments against the machine. Every error is one line.
@@ -89,6 +93,7 @@ pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<Strin
             orders: sized(1_000_000),
             pins,
             out: a.common.out.clone(),
+            allowed: topo.allowed.clone(),
             noise_seconds,
         },
         note,
@@ -99,10 +104,10 @@ pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<Strin
 mod tests {
     use super::super::Patterns;
     use super::*;
-    use crate::experiments::parse_flags;
+    use crate::lab::experiment::parse_flags;
 
     fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
-        let a: PatternsArgs = parse_flags(&Patterns, args)?;
+        let a: PatternsArgs = parse_flags::<Patterns>(args)?;
         config(&a, &Topology::two_cores())
     }
 

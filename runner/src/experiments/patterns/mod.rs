@@ -10,11 +10,10 @@ mod report;
 mod work;
 
 use crate::lab::error::Result;
-use crate::lab::flags;
+use crate::lab::experiment::Experiment;
 use crate::lab::session::{Output, Plan, Session};
 use crate::lab::topology::Topology;
 use crate::lab::{rotate, stop};
-use clap::Args;
 
 pub use args::{config, Config, PatternsArgs};
 
@@ -24,60 +23,25 @@ pub const DOCUMENT: &str = "seeds/003_2c72cf52cff595ec.txt";
 /// `runner patterns`.
 pub struct Patterns;
 
-impl super::Experiment for Patterns {
-    fn name(&self) -> &'static str {
-        "patterns"
+impl Experiment for Patterns {
+    type Args = PatternsArgs;
+    type Config = Config;
+    const NAME: &'static str = "patterns";
+    const DOCUMENT: &'static str = DOCUMENT;
+    const ABOUT: &'static str = "Arena, typed pool, shared pool, memory, profiler, NUMA and order processing vs malloc (seeds/003)";
+    const RUNS: &'static str = "5";
+    const ROLES: &'static str = "one core per thread (the first runs the one-thread parts)";
+    const A_RUN: &'static str = "every timed part once per contender, contenders alternated; the first run is dropped and the median of the rest reported";
+
+    fn configure(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+        config(a, topo)
     }
 
-    fn document(&self) -> &'static str {
-        DOCUMENT
+    fn placement(c: &Config, note: Option<String>) -> Plan {
+        Plan::alike_threads(c.out.clone(), &c.pins, note, c.noise_seconds)
     }
 
-    fn command(&self) -> clap::Command {
-        let cmd = PatternsArgs::augment_args(clap::Command::new("patterns")).about(
-            "Arena, typed pool, shared pool, memory, profiler, NUMA and order processing vs malloc (seeds/003)",
-        );
-        flags::Common::explain(
-            cmd,
-            "5",
-            "one core per thread (the first runs the one-thread parts)",
-            "every timed part once per contender, contenders alternated; the first run is dropped and the median of the rest reported",
-        )
-    }
-
-    fn all_flags(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    fn prepare(
-        &self,
-        args: &clap::ArgMatches,
-        topo: &Topology,
-    ) -> Result<Box<dyn super::Prepared>> {
-        let a: PatternsArgs = super::typed_args(args)?;
-        let (cfg, note) = config(&a, topo)?;
-        Ok(Box::new(Prepared {
-            cfg,
-            note,
-            allowed: topo.allowed.clone(),
-        }))
-    }
-}
-
-struct Prepared {
-    cfg: Config,
-    note: Option<String>,
-    allowed: Vec<usize>,
-}
-
-impl super::Prepared for Prepared {
-    fn plan(&self) -> Plan {
-        let c = &self.cfg;
-        Plan::alike_threads(c.out.clone(), &c.pins, self.note.clone(), c.noise_seconds)
-    }
-
-    fn run(&self, session: &mut Session) -> Result<Output> {
-        let cfg = &self.cfg;
+    fn run(cfg: &Config, session: &mut Session) -> Result<Output> {
         let timer = session.clock.timer();
         let r = cfg.repeats;
         let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1;
@@ -141,7 +105,7 @@ impl super::Prepared for Prepared {
         bar.inc(1);
         check()?;
         bar.set_message("numa");
-        let numa = work::numa_access(cfg, timer, &self.allowed)?;
+        let numa = work::numa_access(cfg, timer, &cfg.allowed)?;
         bar.inc(1);
         bar.finish_and_clear();
         let outcome = report::Outcome::new(

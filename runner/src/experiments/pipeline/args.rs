@@ -212,8 +212,8 @@ fn placement(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::parse_flags;
     use crate::experiments::pipeline::Pipeline;
+    use crate::lab::experiment::parse_flags;
 
     fn two() -> Topology {
         Topology::two_cores()
@@ -228,7 +228,7 @@ mod tests {
     }
 
     fn config_of(args: &[&str], topo: &Topology) -> Result<(Config, Option<String>)> {
-        let a: PipelineArgs = parse_flags(&Pipeline, args)?;
+        let a: PipelineArgs = parse_flags::<Pipeline>(args)?;
         config(&a, topo)
     }
 

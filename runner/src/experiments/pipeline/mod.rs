@@ -14,7 +14,9 @@ mod args;
 
 pub use args::{config, PipelineArgs};
 
+use crate::lab::child::Task;
 use crate::lab::error::{Error, Result};
+use crate::lab::experiment::Experiment;
 use crate::lab::fmt;
 use crate::lab::harness::{self, Role};
 pub use crate::lab::measure::Mode;
@@ -37,64 +39,35 @@ const WINDOW_NS: u64 = 1_000_000;
 /// `runner pipeline`.
 pub struct Pipeline;
 
-impl super::Experiment for Pipeline {
-    fn name(&self) -> &'static str {
-        "pipeline"
+impl Experiment for Pipeline {
+    type Args = PipelineArgs;
+    type Config = Config;
+    const NAME: &'static str = "pipeline";
+    const DOCUMENT: &'static str = DOCUMENT;
+    const ABOUT: &'static str = "Cross-thread Order pipeline: malloc vs return-queue pool vs rotating arena vs mimalloc, under background heap pressure (seeds/000); with no mode named, runs all three";
+    const RUNS: &'static str = "5";
+    const ROLES: &'static str = "producer, consumer, background[, more background]";
+    const A_RUN: &'static str = "one pass of --items orders per variant in the headline and throughput modes (histograms merged); the sweep runs once per point";
+    const CHILD_TASK: Option<(&'static str, Task)> =
+        Some((variants::CHILD_TASK, variants::child_task));
+
+    fn configure(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+        config(a, topo)
     }
 
-    fn document(&self) -> &'static str {
-        DOCUMENT
-    }
-
-    fn command(&self) -> clap::Command {
-        use clap::Args;
-        let cmd = PipelineArgs::augment_args(clap::Command::new("pipeline")).about(
-            "Cross-thread Order pipeline: malloc vs return-queue pool vs rotating arena vs mimalloc, under background heap pressure (seeds/000); with no mode named, runs all three",
-        );
-        crate::lab::flags::Common::explain(
-            cmd,
-            "5",
-            "producer, consumer, background[, more background]",
-            "one pass of --items orders per variant in the headline and throughput modes (histograms merged); the sweep runs once per point",
-        )
-    }
-
-    fn all_flags(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    fn prepare(
-        &self,
-        args: &clap::ArgMatches,
-        topo: &Topology,
-    ) -> Result<Box<dyn super::Prepared>> {
-        let a: PipelineArgs = super::typed_args(args)?;
-        let (cfg, note) = config(&a, topo)?;
-        Ok(Box::new(Prepared { cfg, note }))
-    }
-}
-
-struct Prepared {
-    cfg: Config,
-    note: Option<String>,
-}
-
-impl super::Prepared for Prepared {
-    fn plan(&self) -> Plan {
-        let c = &self.cfg;
+    fn placement(c: &Config, note: Option<String>) -> Plan {
         let mut roles = vec![("producer", c.pins[0]), ("consumer", c.pins[1])];
         roles.extend(c.pins[2..].iter().map(|&b| ("background", b)));
         Plan {
             out: c.out.clone(),
             roles,
             control: None,
-            pin_note: self.note.clone(),
+            pin_note: note,
             noise_seconds: c.noise_seconds,
         }
     }
 
-    fn run(&self, session: &mut Session) -> Result<Output> {
-        let cfg = &self.cfg;
+    fn run(cfg: &Config, session: &mut Session) -> Result<Output> {
         let clock = session.clock.clone();
         let (rounds, check_ns) = calibrate(cfg, &clock)?;
         println!(

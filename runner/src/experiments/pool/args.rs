@@ -87,10 +87,10 @@ pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)>
 mod tests {
     use super::super::Pool;
     use super::*;
-    use crate::experiments::parse_flags;
+    use crate::lab::experiment::parse_flags;
 
     fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
-        let a: PoolArgs = parse_flags(&Pool, args)?;
+        let a: PoolArgs = parse_flags::<Pool>(args)?;
         config(&a, &Topology::two_cores())
     }
 

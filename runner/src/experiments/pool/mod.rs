@@ -10,12 +10,12 @@ mod args;
 mod report;
 mod work;
 
+use crate::lab::child::Task;
 use crate::lab::error::Result;
-use crate::lab::flags;
+use crate::lab::experiment::Experiment;
 use crate::lab::rotate;
 use crate::lab::session::{Output, Plan, Session};
 use crate::lab::topology::Topology;
-use clap::Args;
 
 pub use args::{config, Config, PoolArgs};
 pub use work::{child_task, Contender, CHILD_TASK};
@@ -29,55 +29,27 @@ pub const DOC_THREADS: usize = 4;
 /// `runner pool`.
 pub struct Pool;
 
-impl super::Experiment for Pool {
-    fn name(&self) -> &'static str {
-        "pool"
+impl Experiment for Pool {
+    type Args = PoolArgs;
+    type Config = Config;
+    const NAME: &'static str = "pool";
+    const DOCUMENT: &'static str = DOCUMENT;
+    const ABOUT: &'static str = "Pool thread-safety policies vs malloc: bulk, interleaved, concurrent (seeds/001), with per-thread caches";
+    const RUNS: &'static str = "10";
+    const ROLES: &'static str =
+        "one core per thread (the first also runs the one-thread scenarios)";
+    const A_RUN: &'static str = "every contender once per scenario, in an order that rotates from run to run; the first run is dropped as warm-up and the median of the rest reported";
+    const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
+
+    fn configure(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+        config(a, topo)
     }
 
-    fn document(&self) -> &'static str {
-        DOCUMENT
+    fn placement(c: &Config, note: Option<String>) -> Plan {
+        Plan::alike_threads(c.out.clone(), &c.pins, note, c.noise_seconds)
     }
 
-    fn command(&self) -> clap::Command {
-        let cmd = PoolArgs::augment_args(clap::Command::new("pool")).about(
-            "Pool thread-safety policies vs malloc: bulk, interleaved, concurrent (seeds/001), with per-thread caches",
-        );
-        flags::Common::explain(
-            cmd,
-            "10",
-            "one core per thread (the first also runs the one-thread scenarios)",
-            "every contender once per scenario, in an order that rotates from run to run; the first run is dropped as warm-up and the median of the rest reported",
-        )
-    }
-
-    fn all_flags(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    fn prepare(
-        &self,
-        args: &clap::ArgMatches,
-        topo: &Topology,
-    ) -> Result<Box<dyn super::Prepared>> {
-        let a: PoolArgs = super::typed_args(args)?;
-        let (cfg, note) = config(&a, topo)?;
-        Ok(Box::new(Prepared { cfg, note }))
-    }
-}
-
-struct Prepared {
-    cfg: Config,
-    note: Option<String>,
-}
-
-impl super::Prepared for Prepared {
-    fn plan(&self) -> Plan {
-        let c = &self.cfg;
-        Plan::alike_threads(c.out.clone(), &c.pins, self.note.clone(), c.noise_seconds)
-    }
-
-    fn run(&self, session: &mut Session) -> Result<Output> {
-        let cfg = &self.cfg;
+    fn run(cfg: &Config, session: &mut Session) -> Result<Output> {
         let timer = session.clock.timer();
         let cells = work::cells(cfg);
         let bar = session.progress((cells.len() * cfg.repeats) as u64)?;

@@ -98,15 +98,15 @@ pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::parse_flags;
     use crate::experiments::queue::Queue;
+    use crate::lab::experiment::parse_flags;
 
     fn topo() -> Topology {
         Topology::two_cores()
     }
 
     fn config_of(args: &[&str]) -> Result<Config> {
-        let a: QueueArgs = parse_flags(&Queue, args)?;
+        let a: QueueArgs = parse_flags::<Queue>(args)?;
         config(&a, &topo()).map(|(c, _)| c)
     }
 

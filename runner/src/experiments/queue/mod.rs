@@ -13,6 +13,7 @@ pub use args::{config, QueueArgs};
 
 use crate::lab;
 use crate::lab::error::{Error, Result};
+use crate::lab::experiment::Experiment;
 use crate::lab::fmt;
 use crate::lab::measure::Measured;
 pub use crate::lab::measure::Mode;
@@ -30,62 +31,34 @@ pub const DOCUMENT: &str = "seeds/002_96b034c3473d5bd0.txt";
 /// `runner queue`.
 pub struct Queue;
 
-impl super::Experiment for Queue {
-    fn name(&self) -> &'static str {
-        "queue"
+impl Experiment for Queue {
+    type Args = QueueArgs;
+    type Config = Config;
+    const NAME: &'static str = "queue";
+    const DOCUMENT: &'static str = DOCUMENT;
+    const ABOUT: &'static str =
+        "SPSC queue document: lock-free rings vs Boost vs mutex+condvar (seeds/002)";
+    const RUNS: &'static str = "5";
+    const ROLES: &'static str = "producer, consumer[, control thread]";
+    const A_RUN: &'static str =
+        "one pass of --items items per variant and mode; the runs' histograms are merged";
+    const ALL_FLAGS: &'static [&'static str] = &["--all"];
+
+    fn configure(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+        config(a, topo)
     }
 
-    fn document(&self) -> &'static str {
-        DOCUMENT
-    }
-
-    fn command(&self) -> clap::Command {
-        use clap::Args;
-        // The about goes on after the flags: `augment_args` would put the struct's doc.
-        let cmd = QueueArgs::augment_args(clap::Command::new("queue"))
-            .about("SPSC queue document: lock-free rings vs Boost vs mutex+condvar (seeds/002)");
-        crate::lab::flags::Common::explain(
-            cmd,
-            "5",
-            "producer, consumer[, control thread]",
-            "one pass of --items items per variant and mode; the runs' histograms are merged",
-        )
-    }
-
-    fn all_flags(&self) -> &'static [&'static str] {
-        &["--all"]
-    }
-
-    fn prepare(
-        &self,
-        args: &clap::ArgMatches,
-        topo: &Topology,
-    ) -> Result<Box<dyn super::Prepared>> {
-        let a: QueueArgs = super::typed_args(args)?;
-        let (cfg, note) = config(&a, topo)?;
-        Ok(Box::new(Prepared { cfg, note }))
-    }
-}
-
-struct Prepared {
-    cfg: Config,
-    note: Option<String>,
-}
-
-impl super::Prepared for Prepared {
-    fn plan(&self) -> Plan {
-        let c = &self.cfg;
+    fn placement(c: &Config, note: Option<String>) -> Plan {
         Plan {
             out: c.out.clone(),
             roles: vec![("producer", c.pins[0]), ("consumer", c.pins[1])],
             control: c.pins.get(2).copied(),
-            pin_note: self.note.clone(),
+            pin_note: note,
             noise_seconds: c.noise_seconds,
         }
     }
 
-    fn run(&self, session: &mut Session) -> Result<Output> {
-        let cfg = &self.cfg;
+    fn run(cfg: &Config, session: &mut Session) -> Result<Output> {
         let bar = session.progress(0)?;
         let outcome = execute(cfg, &session.clock, &bar);
         bar.finish_and_clear();

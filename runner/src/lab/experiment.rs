@@ -1,0 +1,135 @@
+//! What an experiment is to the lab: a typed [`Experiment`] (its flags, its validated
+//! configuration, the placement it asks for and its run), and [`Entry`], the
+//! object-safe face the registry lists, which every `Experiment` gets from a blanket
+//! impl. An experiment writes only its measurement and its report; the frame (the
+//! command line, the common flags' words, validation before anything runs, the session
+//! around the run) is here and in `session`.
+
+use super::child::Task;
+use super::error::{Error, Result};
+use super::flags::Common;
+use super::session::{Output, Plan, Session};
+use super::topology::Topology;
+use clap::{Args as _, FromArgMatches as _};
+
+/// One experiment of the lab, reproducing one source document.
+pub trait Experiment: Sync + 'static {
+    /// Its flags; every experiment flattens [`Common`] into them.
+    type Args: clap::Args + clap::FromArgMatches;
+    /// Its validated configuration.
+    type Config: 'static;
+    /// The subcommand: `queue`, `pipeline`, ...
+    const NAME: &'static str;
+    /// The source document it reproduces, by file name.
+    const DOCUMENT: &'static str;
+    /// One line for `runner --help`.
+    const ABOUT: &'static str;
+    /// Its default `--runs`.
+    const RUNS: &'static str;
+    /// The roles `--pin` places, in order, for its `--help`.
+    const ROLES: &'static str;
+    /// What one run is, for its `--help`.
+    const A_RUN: &'static str;
+    /// The flags `runner all` gives it (before `--out`): its complete run.
+    const ALL_FLAGS: &'static [&'static str] = &[];
+    /// The task a child runner runs for it (an allocator contender that needs another
+    /// global allocator; see `lab::child`), by name.
+    const CHILD_TASK: Option<(&'static str, Task)> = None;
+
+    /// Validates the parsed flags against this machine: bad input is
+    /// [`Error::Usage`], found before anything is measured or written (the output
+    /// folder included). Returns the configuration and a note on the placement.
+    fn configure(args: &Self::Args, topo: &Topology) -> Result<(Self::Config, Option<String>)>;
+
+    /// The placement, output folder and noise probe the session needs.
+    fn placement(cfg: &Self::Config, note: Option<String>) -> Plan;
+
+    /// Measures, and returns what the report and the files need.
+    fn run(cfg: &Self::Config, session: &mut Session) -> Result<Output>;
+}
+
+/// An experiment as the registry lists it (object-safe; every [`Experiment`] is one).
+pub trait Entry: Sync {
+    /// The subcommand.
+    fn name(&self) -> &'static str;
+    /// The source document.
+    fn document(&self) -> &'static str;
+    /// Its subcommand with every flag and default (the only place a default is
+    /// written), the common flags' roles and runs explained.
+    fn command(&self) -> clap::Command;
+    /// The flags `runner all` gives it.
+    fn all_flags(&self) -> &'static [&'static str];
+    /// Its child-process task, if it has one.
+    fn child_task(&self) -> Option<(&'static str, Task)>;
+    /// Parses its typed flags from clap's matches and validates them.
+    fn prepare(&self, m: &clap::ArgMatches, topo: &Topology) -> Result<Box<dyn Prepared>>;
+}
+
+/// A validated run of an experiment.
+pub trait Prepared {
+    /// The placement, output folder and noise probe the session needs.
+    fn plan(&self) -> Plan;
+    /// Measures, and returns what the report and the files need.
+    fn run(&self, session: &mut Session) -> Result<Output>;
+}
+
+impl<E: Experiment> Entry for E {
+    fn name(&self) -> &'static str {
+        E::NAME
+    }
+
+    fn document(&self) -> &'static str {
+        E::DOCUMENT
+    }
+
+    fn command(&self) -> clap::Command {
+        command::<E>()
+    }
+
+    fn all_flags(&self) -> &'static [&'static str] {
+        E::ALL_FLAGS
+    }
+
+    fn child_task(&self) -> Option<(&'static str, Task)> {
+        E::CHILD_TASK
+    }
+
+    fn prepare(&self, m: &clap::ArgMatches, topo: &Topology) -> Result<Box<dyn Prepared>> {
+        let args = E::Args::from_arg_matches(m).map_err(|e| Error::from_clap(&e))?;
+        let (cfg, note) = E::configure(&args, topo)?;
+        Ok(Box::new(Planned::<E> { cfg, note }))
+    }
+}
+
+/// `E`'s subcommand: its flags, its about line, the common flags' words.
+fn command<E: Experiment>() -> clap::Command {
+    // The about goes on after the flags: `augment_args` would put the struct's doc.
+    let cmd = E::Args::augment_args(clap::Command::new(E::NAME)).about(E::ABOUT);
+    Common::explain(cmd, E::RUNS, E::ROLES, E::A_RUN)
+}
+
+/// A validated configuration and its placement note, ready to run.
+struct Planned<E: Experiment> {
+    cfg: E::Config,
+    note: Option<String>,
+}
+
+impl<E: Experiment> Prepared for Planned<E> {
+    fn plan(&self) -> Plan {
+        E::placement(&self.cfg, self.note.clone())
+    }
+
+    fn run(&self, session: &mut Session) -> Result<Output> {
+        E::run(&self.cfg, session)
+    }
+}
+
+/// Parses `args` (the flags after the subcommand) as `E`'s command line, as `runner`
+/// would: for tests of an experiment's validation.
+pub fn parse_flags<E: Experiment>(args: &[&str]) -> Result<E::Args> {
+    let argv = std::iter::once(E::NAME).chain(args.iter().copied());
+    let m = command::<E>()
+        .try_get_matches_from(argv)
+        .map_err(|e| Error::from_clap(&e))?;
+    <E::Args as clap::FromArgMatches>::from_arg_matches(&m).map_err(|e| Error::from_clap(&e))
+}
