@@ -1,6 +1,6 @@
 //! `runner pipeline`'s flags and their validation against this machine.
 
-use super::variants::{self, Variant};
+use super::work::{self, Variant};
 use super::{Config, Mode};
 use crate::lab::error::{Error, Result};
 use crate::lab::flags;
@@ -53,7 +53,7 @@ pub struct PipelineArgs {
 /// Validates `runner pipeline` arguments against the machine. Every error is one line.
 pub fn config(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
     let variants = match &a.variants {
-        Some(s) => variants::parse_variants(s)?,
+        Some(s) => work::parse_variants(s)?,
         None => Variant::ALL.to_vec(),
     };
     let rate_hz = flags::rate("rate", a.rate, 1e8)?;

@@ -2,7 +2,7 @@
 //! floor: when the pinned cores' interruptions alone put p99.9 above the figure a claim
 //! needs, no allocator could show it on this machine.
 
-use super::variants::Variant;
+use super::work::Variant;
 use super::{Cell, Config, Mode, Outcome};
 use crate::lab::claims::{holds, near, Claim, Verdict};
 use crate::lab::fmt::{ns as fmt_ns, ops};

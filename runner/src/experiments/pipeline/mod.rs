@@ -8,7 +8,7 @@ pub mod background;
 pub mod claims;
 pub mod order;
 pub mod report;
-pub mod variants;
+pub mod work;
 
 mod args;
 
@@ -28,7 +28,7 @@ use crate::lab::topology::Topology;
 use handoff_clock::Clock;
 use handoff_stats::Latency;
 use serde::Serialize;
-use variants::{run_once, RunSpec, Variant};
+use work::{run_once, RunSpec, Variant};
 
 /// The source document.
 pub const DOCUMENT: &str = "seeds/000_37425f930bda1a6c.txt";
@@ -48,8 +48,7 @@ impl Experiment for Pipeline {
     const RUNS: &'static str = "5";
     const ROLES: &'static str = "producer, consumer, background[, more background]";
     const A_RUN: &'static str = "one pass of --items orders per variant in the headline and throughput modes (histograms merged); the sweep runs once per point";
-    const CHILD_TASK: Option<(&'static str, Task)> =
-        Some((variants::CHILD_TASK, variants::child_task));
+    const CHILD_TASK: Option<(&'static str, Task)> = Some((work::CHILD_TASK, work::child_task));
 
     fn configure(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
         config(a, topo)
@@ -197,7 +196,7 @@ impl Cell {
         measure::median(self.bg_achieved.clone())
     }
 
-    fn add(&mut self, raw: &variants::RunRaw, clock: &Clock) -> Result<()> {
+    fn add(&mut self, raw: &work::RunRaw, clock: &Clock) -> Result<()> {
         for (&pre, &t) in raw.before_alloc.iter().zip(&raw.stamps.send) {
             self.alloc_ns
                 .record(clock.ticks_to_ns(t.saturating_sub(pre)));

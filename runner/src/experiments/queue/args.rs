@@ -1,6 +1,6 @@
 //! `runner queue`'s flags and their validation against this machine.
 
-use super::{variants, Config, Mode};
+use super::{work, Config, Mode};
 use crate::lab::error::{Error, Result};
 use crate::lab::flags;
 use crate::lab::results::check_writable;
@@ -45,8 +45,8 @@ pub struct QueueArgs {
 /// Validates `runner queue` arguments against the machine. Every error is one line.
 pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
     let variants = match &a.variants {
-        Some(s) => variants::parse_variants(s)?,
-        None => variants::Variant::ALL.to_vec(),
+        Some(s) => work::parse_variants(s)?,
+        None => work::Variant::ALL.to_vec(),
     };
     let rate_hz = flags::rate("rate", a.rate, 1e9).map_err(|e| match e {
         Error::Usage(m) if m.contains("pacer") => {
@@ -113,7 +113,7 @@ mod tests {
     #[test]
     fn defaults_follow_the_document() {
         let c = config_of(&[]).unwrap();
-        assert_eq!(c.variants, variants::Variant::ALL.to_vec());
+        assert_eq!(c.variants, work::Variant::ALL.to_vec());
         assert_eq!(
             (c.rate_hz, c.items, c.runs, c.capacity),
             (1e6, 1_000_000, 5, 1024)

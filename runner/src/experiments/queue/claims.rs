@@ -4,7 +4,7 @@
 //! metal), so they are "reproduced" when within 25% and otherwise "differs"; relations
 //! (orders of magnitude, which side bounds the rate) are checked as relations.
 
-use super::variants::Variant;
+use super::work::Variant;
 use super::{Cell, Config, Mode, Outcome};
 use crate::lab::claims::{all_near, holds, near, Claim, Verdict};
 use crate::lab::fmt::{ns as fmt_ns, rate as fmt_rate};

@@ -5,7 +5,7 @@
 
 pub mod claims;
 pub mod report;
-pub mod variants;
+pub mod work;
 
 mod args;
 
@@ -23,7 +23,7 @@ use crate::lab::stop;
 use crate::lab::topology::Topology;
 use handoff_clock::Clock;
 use serde::Serialize;
-use variants::{run_once, RunSpec, Variant};
+use work::{run_once, RunSpec, Variant};
 
 /// The source document.
 pub const DOCUMENT: &str = "seeds/002_96b034c3473d5bd0.txt";
