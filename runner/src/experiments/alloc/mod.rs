@@ -9,6 +9,7 @@
 mod args;
 mod report;
 mod work;
+mod workload;
 
 use crate::lab::child::Task;
 use crate::lab::error::Result;

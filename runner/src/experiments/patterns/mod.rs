@@ -6,6 +6,8 @@
 //! and an order-processing run with per-order latency and throughput.
 
 mod args;
+mod claims;
+mod once;
 mod report;
 mod work;
 
@@ -49,10 +51,10 @@ impl Experiment for Patterns {
         let check = stop::check;
         // Memory first, while the heap holds nothing freed that malloc could reuse.
         let mut memory = Vec::new();
-        for how in work::Holder::ALL {
+        for how in once::Holder::ALL {
             check()?;
             bar.set_message(format!("memory {}", how.name()));
-            memory.push((how, work::memory(cfg, how)?));
+            memory.push((how, once::memory(cfg, how)?));
             bar.inc(1);
         }
         let mut arena = Vec::new();
@@ -101,11 +103,11 @@ impl Experiment for Patterns {
         }
         check()?;
         bar.set_message("profiler");
-        let profile = work::profiled(cfg, timer, &session.clock)?;
+        let profile = once::profiled(cfg, timer, &session.clock)?;
         bar.inc(1);
         check()?;
         bar.set_message("numa");
-        let numa = work::numa_access(cfg, timer, &cfg.allowed)?;
+        let numa = once::numa_access(cfg, timer, &cfg.allowed)?;
         bar.inc(1);
         bar.finish_and_clear();
         let outcome = report::Outcome::new(
@@ -121,7 +123,7 @@ impl Experiment for Patterns {
         session.probe_after()?;
         Ok(Output {
             sections: report::sections(&outcome, cfg),
-            claims: report::claims(&outcome, cfg),
+            claims: claims::claims(&outcome, cfg),
             json: report::json_fields(&outcome, cfg)?,
             files: report::charts(&outcome, cfg)?,
         })

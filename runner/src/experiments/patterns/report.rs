@@ -1,10 +1,10 @@
 //! `runner patterns`'s outputs: one table per section of document 003, the claims,
 //! the results JSON and the charts.
 
-use super::work::{Holder, Memory, NumaOutcome, Processed, Shared, TypedSample};
+use super::once::{Holder, Memory, NumaOutcome};
+use super::work::{Processed, Shared, TypedSample};
 use super::Config;
 use crate::lab::chart;
-use crate::lab::claims::{holds, near, Claim, Verdict};
 use crate::lab::error::{Error, Result};
 use crate::lab::measure::median_or_nan as median;
 use crate::lab::results::Outputs;
@@ -26,18 +26,18 @@ pub struct OrderRun {
 
 /// Everything measured, reduced to what the report needs.
 pub struct Outcome {
-    memory: Vec<(Holder, Memory)>,
+    pub(super) memory: Vec<(Holder, Memory)>,
     /// Median ms of the arena part: (malloc, arena).
-    arena_ms: (f64, f64),
+    pub(super) arena_ms: (f64, f64),
     /// Median ms of the typed-pool part: (box, fresh pool, warm pool).
-    typed_ms: (f64, f64, f64),
+    pub(super) typed_ms: (f64, f64, f64),
     /// Median ms per contender of the multi-thread part.
-    shared_ms: Vec<(Shared, f64)>,
+    pub(super) shared_ms: Vec<(Shared, f64)>,
     /// Order processing: malloc, pool.
-    orders: (OrderRun, OrderRun),
-    profile: (AllocReport, AllocReport),
-    numa: NumaOutcome,
-    read_cost_ns: f64,
+    pub(super) orders: (OrderRun, OrderRun),
+    pub(super) profile: (AllocReport, AllocReport),
+    pub(super) numa: NumaOutcome,
+    pub(super) read_cost_ns: f64,
 }
 
 impl Outcome {
@@ -92,7 +92,7 @@ impl Outcome {
         }
     }
 
-    fn shared(&self, w: Shared) -> f64 {
+    pub(super) fn shared(&self, w: Shared) -> f64 {
         self.shared_ms
             .iter()
             .find(|s| s.0 == w)
@@ -100,12 +100,12 @@ impl Outcome {
             .unwrap_or(f64::NAN)
     }
 
-    fn mem(&self, h: Holder) -> Option<&Memory> {
+    pub(super) fn mem(&self, h: Holder) -> Option<&Memory> {
         self.memory.iter().find(|m| m.0 == h).map(|m| &m.1)
     }
 }
 
-fn mib(b: u64) -> f64 {
+pub(super) fn mib(b: u64) -> f64 {
     b as f64 / (1 << 20) as f64
 }
 
@@ -284,162 +284,8 @@ pub fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
     v
 }
 
-fn ratio(a: u64, b: u64) -> f64 {
+pub(super) fn ratio(a: u64, b: u64) -> f64 {
     a as f64 / b.max(1) as f64
-}
-
-/// Document 003's claims beside this run.
-pub fn claims(o: &Outcome, cfg: &Config) -> Vec<Claim> {
-    let (pool, malloc) = (&o.profile.0, &o.profile.1);
-    let (m, p) = (&o.orders.0, &o.orders.1);
-    let arena_x = o.arena_ms.0 / o.arena_ms.1;
-    let warm_x = o.typed_ms.0 / o.typed_ms.2;
-    let lf = o.shared(Shared::LockFree);
-    let locked = o.shared(Shared::Locked);
-    let tc = o.shared(Shared::ThreadCached);
-    let mal = o.shared(Shared::Malloc);
-    let mut v = vec![
-        Claim::new(
-            "custom-10-50ns",
-            "A custom allocator takes about 10-50 ns per allocation",
-            "~10-50 ns per allocation",
-            format!("pool allocate p50 {} ns, p99 {} ns (clock read pair included)", pool.alloc.p50, pool.alloc.p99),
-            holds(pool.alloc.p50 <= 50, "pool allocate p50 <= 50 ns"),
-        ),
-        Claim::new(
-            "malloc-100-500ns",
-            "malloc/new takes about 100-500 ns per allocation",
-            "~100-500 ns per allocation",
-            format!("malloc allocate p50 {} ns, p99 {} ns", malloc.alloc.p50, malloc.alloc.p99),
-            holds(
-                (100..=500).contains(&malloc.alloc.p50),
-                "malloc allocate p50 within 100-500 ns (glibc's thread cache serves 32-byte blocks in a few ns on a warm heap)",
-            ),
-        ),
-        Claim::new(
-            "arena-beats-malloc",
-            "An arena is faster than malloc for batches that are freed together",
-            "speedup printed, no figure given",
-            format!("{arena_x:.2}x ({:.2} vs {:.2} ms)", o.arena_ms.1, o.arena_ms.0),
-            holds(arena_x > 1.0, "malloc time / arena time > 1"),
-        ),
-        Claim::new(
-            "pool-10-20x",
-            "Pool allocators are 10-20x faster than malloc for objects",
-            "10-20x",
-            format!(
-                "warm pool {warm_x:.2}x, fresh pool {:.2}x (Box / pool, {} orders)",
-                o.typed_ms.0 / o.typed_ms.1,
-                cfg.orders_typed
-            ),
-            holds(warm_x >= 10.0, "Box time / warm pool time >= 10"),
-        ),
-        Claim::new(
-            "lock-free-for-mt",
-            format!("Lock-free is essential for many threads: the lock-free pool beats a locked one ({} threads here)", cfg.threads),
-            "locks caused 200 us+ outliers",
-            format!("lock_free {lf:.2} ms, locked {locked:.2} ms, thread_cached {tc:.2} ms, malloc {mal:.2} ms"),
-            holds(lf < locked, "lock_free wall time < locked wall time"),
-        ),
-    ];
-    if let (Some(mm), Some(a)) = (o.mem(Holder::Malloc), o.mem(Holder::Arena)) {
-        let less = 1.0 - a.resident as f64 / mm.resident as f64;
-        v.push(Claim::new(
-            "arena-26pct-less-memory",
-            "An arena needs 26% less memory than malloc for 1M ticks",
-            "105 vs 142 MB; overhead 5% vs 42%",
-            format!(
-                "{:.1} vs {:.1} MiB ({:.0}% less); overhead {:.0}% vs {:.0}%",
-                mib(a.resident),
-                mib(mm.resident),
-                less * 100.0,
-                a.overhead() * 100.0,
-                mm.overhead() * 100.0
-            ),
-            holds(less >= 0.26, "arena resident <= 0.74 x malloc resident"),
-        ));
-    }
-    let med = ratio(m.latency.p50, p.latency.p50);
-    let thr = p.orders_per_s / m.orders_per_s;
-    v.push(Claim::new(
-        "orders-median-5.9x",
-        "Order processing: the pool makes the median 5.9x faster",
-        "8.2 -> 1.4 us (5.9x)",
-        format!("{} -> {} ns ({med:.2}x)", m.latency.p50, p.latency.p50),
-        near(med, 5.9),
-    ));
-    v.push(Claim::new(
-        "orders-tail",
-        "Order processing: p99 16.2x and p99.9 217x faster with the pool (jitter eliminated)",
-        "p99 45.3 -> 2.8 us; p99.9 892 -> 4.1 us",
-        format!(
-            "p99 {} -> {} ns ({:.2}x); p99.9 {} -> {} ns ({:.2}x)",
-            m.latency.p99,
-            p.latency.p99,
-            ratio(m.latency.p99, p.latency.p99),
-            m.latency.p999,
-            p.latency.p999,
-            ratio(m.latency.p999, p.latency.p999)
-        ),
-        holds(
-            p.latency.p99 <= m.latency.p99 && p.latency.p999 <= m.latency.p999,
-            "pool p99 and p99.9 no higher than malloc's (the document's ratios come from a whole trading system, ours from the allocation step alone)",
-        ),
-    ));
-    v.push(Claim::new(
-        "orders-throughput-5.7x",
-        "Order processing throughput is 5.7x higher with the pool",
-        "420k -> 2.4M orders/s (5.7x)",
-        format!(
-            "{:.0} -> {:.0} orders/s ({thr:.2}x)",
-            m.orders_per_s, p.orders_per_s
-        ),
-        near(thr, 5.7),
-    ));
-    let nm = &o.numa;
-    v.push(match (nm.remote_gbps, nm.remote_cpu) {
-        (Some(r), Some(_)) => Claim::new(
-            "numa-2.5x",
-            "Remote NUMA memory is 2.5x slower",
-            "2.5x slowdown",
-            format!(
-                "{:.2} vs {:.2} GB/s ({:.2}x)",
-                nm.local_gbps,
-                r,
-                nm.local_gbps / r
-            ),
-            near(nm.local_gbps / r, 2.5),
-        ),
-        _ => Claim::new(
-            "numa-2.5x",
-            "Remote NUMA memory is 2.5x slower",
-            "2.5x slowdown",
-            format!("local {:.2} GB/s only", nm.local_gbps),
-            (
-                Verdict::NotMeasurableHere,
-                format!(
-                    "{} NUMA node{} with a CPU this process may use: not measurable here",
-                    nm.nodes.len(),
-                    if nm.nodes.len() == 1 {
-                        ""
-                    } else {
-                        "s, but no other"
-                    }
-                ),
-            ),
-        ),
-    });
-    v.push(Claim::new(
-        "cache-2.1x",
-        "The pool has 2.1x fewer L1 misses than malloc (100k allocations)",
-        "14.2M vs 6.8M misses",
-        "-",
-        (
-            Verdict::NotMeasurableHere,
-            "no hardware performance counters on this machine (a KVM guest without a vPMU): not measurable here".into(),
-        ),
-    ));
-    v
 }
 
 /// The experiment's JSON fields.

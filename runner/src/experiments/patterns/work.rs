@@ -1,18 +1,16 @@
-//! The measured parts of `runner patterns`, one function per section of document 003.
-//! Every timed loop runs on a pinned thread through the lab's harness and returns
-//! TSC ticks; the caller alternates contenders between repeats.
+//! The measured parts of `runner patterns` that alternate contenders, one function per
+//! section of document 003 (the parts measured once, memory, the profiler and NUMA,
+//! are in `once.rs`). Every timed loop runs on a pinned thread through the lab's
+//! harness and returns TSC ticks; the caller alternates contenders between repeats.
 
 use super::Config;
 use crate::lab::error::{Error, Result};
 use crate::lab::harness::{on_core, together};
 use crate::lab::pacer::now;
 use crate::lab::stop;
-use handoff_clock::Clock;
 use handoff_clock::Timer;
-use handoff_pool::numa::{self, Placement};
 use handoff_pool::policy::{LockFree, Locked, Policy, ThreadCached};
 use handoff_pool::{BumpArena, Capacity, Pool};
-use handoff_stats::profile::{AllocProfiler, AllocReport};
 use handoff_stats::{Latency, Unit};
 use serde::Serialize;
 use std::hint::black_box;
@@ -30,7 +28,7 @@ pub struct Tick {
 
 impl Tick {
     #[inline(always)]
-    fn new(i: u64) -> Tick {
+    pub(super) fn new(i: u64) -> Tick {
         Tick {
             timestamp: i,
             price: 100.0 + i as f64 * 0.01,
@@ -43,7 +41,7 @@ impl Tick {
 /// Document 003's arena rounds every allocation up to 64 bytes: a tick so aligned.
 #[derive(Clone, Copy)]
 #[repr(align(64))]
-struct Tick64(#[allow(dead_code)] Tick);
+pub(super) struct Tick64(#[allow(dead_code)] pub(super) Tick);
 
 /// Document 003's `Order` (32 bytes); the risk check reads price, quantity and
 /// symbol.
@@ -61,7 +59,7 @@ pub struct Order {
 
 impl Order {
     #[inline(always)]
-    fn new(i: u64) -> Order {
+    pub(super) fn new(i: u64) -> Order {
         Order {
             order_id: i,
             symbol_id: (i % 64) as u32,
@@ -76,7 +74,7 @@ impl Order {
 
 const _: () = assert!(size_of::<Tick>() == 24 && size_of::<Order>() == 32);
 
-fn bug(e: impl std::fmt::Display) -> ! {
+pub(super) fn bug(e: impl std::fmt::Display) -> ! {
     panic!("pool sized for the loop failed: {e}")
 }
 
@@ -264,229 +262,6 @@ pub fn many_threads(cfg: &Config, timer: Timer, who: Shared) -> Result<u64> {
             black_box(&held);
         }),
     }
-}
-
-// ---------------------------------------------------------------------------------
-// Memory: `n` ticks kept alive, resident memory before and after.
-
-/// Resident memory of one way of holding the ticks.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct Memory {
-    /// Bytes the ticks themselves need (`n * 24`).
-    pub requested: u64,
-    /// Growth of the process's resident memory while they are alive.
-    pub resident: u64,
-}
-
-impl Memory {
-    /// `(resident - requested) / requested`.
-    pub fn overhead(&self) -> f64 {
-        (self.resident as f64 - self.requested as f64) / self.requested as f64
-    }
-}
-
-/// Resident bytes of this process (`Rss:` of `/proc/self/smaps_rollup`, in kB).
-fn resident() -> Result<u64> {
-    let text = std::fs::read_to_string("/proc/self/smaps_rollup")
-        .map_err(|e| Error::Unsupported(format!("cannot read /proc/self/smaps_rollup: {e}")))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("Rss:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kb| kb * 1024)
-        .ok_or_else(|| Error::Run("no Rss line in /proc/self/smaps_rollup".into()))
-}
-
-/// How the ticks are held in the memory part.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Holder {
-    /// One `Box<Tick>` each (glibc malloc).
-    Malloc,
-    /// A `BumpArena`, each tick at its own alignment (8).
-    Arena,
-    /// A `BumpArena` with document 003's rounding of every allocation to 64 bytes.
-    Arena64,
-}
-
-impl Holder {
-    /// In table order, which is also the order they run in: the arenas' buffers are
-    /// mappings of their own, returned to the system when dropped, so malloc runs last
-    /// on a heap that holds nothing freed it could reuse unseen.
-    pub const ALL: [Holder; 3] = [Holder::Arena, Holder::Arena64, Holder::Malloc];
-
-    /// Its name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Holder::Malloc => "malloc",
-            Holder::Arena => "arena",
-            Holder::Arena64 => "arena, 64-byte slots",
-        }
-    }
-}
-
-/// Holds `cfg.memory_ticks` ticks the `how` way and measures the resident growth.
-/// Runs on the calling thread; the memory part runs before every other part so the
-/// heap holds no freed memory that malloc could reuse unseen.
-pub fn memory(cfg: &Config, how: Holder) -> Result<Memory> {
-    let n = cfg.memory_ticks;
-    let requested = (n * size_of::<Tick>()) as u64;
-    match how {
-        Holder::Malloc => {
-            // The vector of boxes is the benchmark's, not the ticks': every page of it
-            // is written before the first reading. (`vec![None; n]` would be calloc's
-            // untouched zero pages, faulted in during the measurement; `black_box`
-            // keeps the compiler from dropping the stores of zero.)
-            let mut held: Vec<Option<Box<Tick>>> = Vec::with_capacity(n);
-            for _ in 0..n {
-                held.push(black_box(None));
-            }
-            let before = resident()?;
-            for (i, slot) in held.iter_mut().enumerate() {
-                *slot = Some(Box::new(Tick::new(i as u64)));
-            }
-            let after = resident()?;
-            black_box(&held);
-            Ok(Memory {
-                requested,
-                resident: after.saturating_sub(before),
-            })
-        }
-        Holder::Arena | Holder::Arena64 => {
-            let slot = if how == Holder::Arena { 24 } else { 64 };
-            let arena = BumpArena::new(n * slot).map_err(|e| Error::Run(e.to_string()))?;
-            let before = resident()?;
-            for i in 0..n as u64 {
-                let ok = if how == Holder::Arena {
-                    arena.alloc(Tick::new(i)).is_ok()
-                } else {
-                    arena.alloc(Tick64(Tick::new(i))).is_ok()
-                };
-                if !ok {
-                    bug("arena full");
-                }
-            }
-            let after = resident()?;
-            Ok(Memory {
-                requested,
-                resident: after.saturating_sub(before),
-            })
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------
-// The profiler: every allocate and release timed, pool and malloc.
-
-/// Profiles `batches` x (`batch` allocations, then `batch` releases) of orders on
-/// the pool, then on `Box`; returns (pool, malloc) reports.
-pub fn profiled(cfg: &Config, timer: Timer, clock: &Clock) -> Result<(AllocReport, AllocReport)> {
-    let (batches, batch) = (cfg.profile_batches, 1000usize);
-    let cpu = cfg.pins[0];
-    let pool_clock = clock.clone();
-    let pool = on_core(timer, stop::flag(), cpu, move || {
-        let pool = Pool::<Order>::new(Capacity::Fixed(batch)).unwrap_or_else(|e| bug(e));
-        let mut prof = AllocProfiler::new(pool_clock);
-        let mut held = Vec::with_capacity(batch);
-        for b in 0..batches {
-            for i in 0..batch {
-                let r = prof.alloc(|| pool.alloc_raw(Order::new((b * batch + i) as u64)));
-                held.push(r.unwrap_or_else(|_| bug("full")));
-            }
-            for r in held.drain(..) {
-                let _ = prof.free(|| pool.free(r));
-            }
-        }
-        prof.report()
-    })?;
-    let box_clock = clock.clone();
-    let malloc = on_core(timer, stop::flag(), cpu, move || {
-        let mut prof = AllocProfiler::new(box_clock);
-        let mut held = Vec::with_capacity(batch);
-        for b in 0..batches {
-            for i in 0..batch {
-                held.push(prof.alloc(|| Box::new(Order::new((b * batch + i) as u64))));
-            }
-            for r in held.drain(..) {
-                prof.free(|| drop(r));
-            }
-        }
-        prof.report()
-    })?;
-    Ok((pool, malloc))
-}
-
-// ---------------------------------------------------------------------------------
-// NUMA: sum a buffer placed on node 0 from a CPU of node 0 and of node 1.
-
-/// What the NUMA part found.
-#[derive(Clone, Debug, Serialize)]
-pub struct NumaOutcome {
-    /// Online nodes.
-    pub nodes: Vec<u32>,
-    /// GB/s summing the buffer from a CPU on its node.
-    pub local_gbps: f64,
-    /// The CPU that did.
-    pub local_cpu: usize,
-    /// GB/s from a CPU of another node, where there is one this process may use.
-    pub remote_gbps: Option<f64>,
-    /// The CPU that did.
-    pub remote_cpu: Option<usize>,
-    /// The node the buffer's pages were found on.
-    pub buffer_node: u32,
-}
-
-/// CPUs of `node` (`/sys/devices/system/node/nodeN/cpulist`) this process may use.
-fn cpus_of(node: u32, allowed: &[usize]) -> Vec<usize> {
-    std::fs::read_to_string(format!("/sys/devices/system/node/node{node}/cpulist"))
-        .ok()
-        .and_then(|s| crate::lab::topology::parse_cpu_list(s.trim()).ok())
-        .map(|v| v.into_iter().filter(|c| allowed.contains(c)).collect())
-        .unwrap_or_default()
-}
-
-/// Sums `passes` times over `mb` MiB of doubles on node `nodes[0]`.
-pub fn numa_access(cfg: &Config, timer: Timer, allowed: &[usize]) -> Result<NumaOutcome> {
-    let nodes = numa::online_nodes().map_err(|e| Error::Unsupported(e.to_string()))?;
-    let home = nodes[0];
-    let bytes = cfg.numa_mb << 20;
-    let arena = BumpArena::with_placement(bytes, Placement::Node(home))
-        .map_err(|e| Error::Run(format!("NUMA buffer: {e}")))?;
-    let data = arena
-        .alloc_slice_fill_with(bytes / 8, |i| i as f64)
-        .ok_or_else(|| Error::Run("NUMA buffer: arena too small".into()))?;
-    let buffer_node =
-        numa::node_of(&data[data.len() / 2]).map_err(|e| Error::Run(e.to_string()))?;
-    let data: &[f64] = data;
-    let passes = cfg.numa_passes;
-    let sum_on = |cpu: usize| -> Result<f64> {
-        let ticks = on_core(timer, stop::flag(), cpu, move || {
-            let t0 = now();
-            let mut sum = 0.0;
-            for _ in 0..passes {
-                sum += data.iter().sum::<f64>();
-            }
-            black_box(sum);
-            now() - t0
-        })?;
-        Ok((bytes * passes) as f64 / timer.seconds(ticks) / 1e9)
-    };
-    let local_cpu = cpus_of(home, allowed)
-        .first()
-        .copied()
-        .unwrap_or(cfg.pins[0]);
-    let local_gbps = sum_on(local_cpu)?;
-    let remote_cpu = nodes[1..]
-        .iter()
-        .find_map(|&n| cpus_of(n, allowed).first().copied());
-    let remote_gbps = remote_cpu.map(sum_on).transpose()?;
-    Ok(NumaOutcome {
-        nodes,
-        local_gbps,
-        local_cpu,
-        remote_gbps,
-        remote_cpu,
-        buffer_node,
-    })
 }
 
 // ---------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ pub mod report;
 pub mod work;
 
 mod args;
+mod child;
 
 pub use args::{config, PipelineArgs};
 
@@ -48,7 +49,7 @@ impl Experiment for Pipeline {
     const RUNS: &'static str = "5";
     const ROLES: &'static str = "producer, consumer, background[, more background]";
     const A_RUN: &'static str = "one pass of --items orders per variant in the headline and throughput modes (histograms merged); the sweep runs once per point";
-    const CHILD_TASK: Option<(&'static str, Task)> = Some((work::CHILD_TASK, work::child_task));
+    const CHILD_TASK: Option<(&'static str, Task)> = Some((child::CHILD_TASK, child::child_task));
 
     fn configure(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
         config(a, topo)
