@@ -133,3 +133,29 @@ pub fn parse_flags<E: Experiment>(args: &[&str]) -> Result<E::Args> {
         .map_err(|e| Error::from_clap(&e))?;
     <E::Args as clap::FromArgMatches>::from_arg_matches(&m).map_err(|e| Error::from_clap(&e))
 }
+
+/// Parses and validates `args` as `E`'s command line on `topo`: the configuration
+/// `runner <E> args` would run, or its one-line error. For tests of an experiment's
+/// validation.
+pub fn configure_from<E: Experiment>(
+    args: &[&str],
+    topo: &Topology,
+) -> Result<(E::Config, Option<String>)> {
+    E::configure(&parse_flags::<E>(args)?, topo)
+}
+
+/// Panics unless every command line of `cases` is refused on `topo` as bad input (exit
+/// status 2) with one line that contains its needle: the check every experiment's
+/// tests make of its bad input.
+pub fn assert_refused<E: Experiment>(topo: &Topology, cases: &[(&[&str], &str)]) {
+    for (args, needle) in cases {
+        let e = match configure_from::<E>(args, topo) {
+            Ok(_) => panic!("{args:?} was accepted"),
+            Err(e) => e,
+        };
+        assert_eq!(e.exit_code(), 2, "{args:?}: {e:?}");
+        let e = e.to_string();
+        assert!(e.contains(needle), "{args:?}: {e}");
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+    }
+}

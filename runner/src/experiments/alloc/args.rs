@@ -122,11 +122,10 @@ pub fn config(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)
 mod tests {
     use super::super::Alloc;
     use super::*;
-    use crate::lab::experiment::parse_flags;
+    use crate::lab::experiment::{assert_refused, configure_from};
 
     fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
-        let a: AllocArgs = parse_flags::<Alloc>(args)?;
-        config(&a, &Topology::two_cores())
+        configure_from::<Alloc>(args, &Topology::two_cores())
     }
 
     #[test]
@@ -145,16 +144,15 @@ mod tests {
 
     #[test]
     fn bad_input_is_refused_with_one_line() {
-        for (args, needle) in [
-            (&["--ops", "0"][..], "at least 1"),
-            (&["--working-set-mib", "0"][..], "at least 1"),
-            (&["--threads", "0"][..], "at least 1"),
-            (&["--pin", "4,5"][..], "not available"),
-            (&["--ops", "x"][..], "not a number"),
-        ] {
-            let e = config_of(args).unwrap_err().to_string();
-            assert!(e.contains(needle), "{args:?}: {e}");
-            assert!(!e.contains('\n'), "{e}");
-        }
+        assert_refused::<Alloc>(
+            &Topology::two_cores(),
+            &[
+                (&["--ops", "0"][..], "at least 1"),
+                (&["--working-set-mib", "0"][..], "at least 1"),
+                (&["--threads", "0"][..], "at least 1"),
+                (&["--pin", "4,5"][..], "not available"),
+                (&["--ops", "x"][..], "not a number"),
+            ],
+        );
     }
 }

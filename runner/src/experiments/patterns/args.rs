@@ -104,11 +104,10 @@ pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<Strin
 mod tests {
     use super::super::Patterns;
     use super::*;
-    use crate::lab::experiment::parse_flags;
+    use crate::lab::experiment::{assert_refused, configure_from};
 
     fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
-        let a: PatternsArgs = parse_flags::<Patterns>(args)?;
-        config(&a, &Topology::two_cores())
+        configure_from::<Patterns>(args, &Topology::two_cores())
     }
 
     #[test]
@@ -135,17 +134,16 @@ mod tests {
 
     #[test]
     fn bad_input_is_refused_with_one_line() {
-        for (args, needle) in [
-            (&["--scale", "0"][..], "above 0"),
-            (&["--scale", "11"][..], "at most 10"),
-            (&["--scale", "x"][..], "not a number"),
-            (&["--repeats", "1"][..], "at least 2"),
-            (&["--threads", "0"][..], "at least 1"),
-            (&["--pin", "4,5"][..], "not available"),
-        ] {
-            let e = config_of(args).unwrap_err().to_string();
-            assert!(e.contains(needle), "{args:?}: {e}");
-            assert!(!e.contains('\n'), "{e}");
-        }
+        assert_refused::<Patterns>(
+            &Topology::two_cores(),
+            &[
+                (&["--scale", "0"][..], "above 0"),
+                (&["--scale", "11"][..], "at most 10"),
+                (&["--scale", "x"][..], "not a number"),
+                (&["--repeats", "1"][..], "at least 2"),
+                (&["--threads", "0"][..], "at least 1"),
+                (&["--pin", "4,5"][..], "not available"),
+            ],
+        );
     }
 }

@@ -213,7 +213,7 @@ fn placement(
 mod tests {
     use super::*;
     use crate::experiments::pipeline::Pipeline;
-    use crate::lab::experiment::parse_flags;
+    use crate::lab::experiment::{assert_refused, parse_flags};
 
     fn two() -> Topology {
         Topology::two_cores()
@@ -261,29 +261,23 @@ mod tests {
 
     #[test]
     fn bad_input_is_refused_with_one_line() {
-        for (args, needle) in [
-            (&["--pin", "4,5,6"][..], "cores 4 and 5 are not available"),
-            (&["--pin", "0,1"], "expected producer,consumer,background"),
-            (&["--pin", "0,0,1"], "named twice"),
-            (&["--pin", "0,1,7"], "core 7 is not available"),
-            (&["--rate", "0"], "above 0"),
-            (&["--bg-rate", "0"], "above 0"),
-            (&["--items", "0"], "at least 1 order"),
-            (&["--runs", "0"], "at least 1 run"),
-            (&["--work-ns", "-1"], "0 to 100000"),
-            (&["--bg-threads", "65"], "at most 64"),
-            (&["--variants", "tcmalloc"], "unknown variant"),
-            (&["--cross-l3"], "not available here"),
-            (&["--out", "/proc/x"], "--out /proc/x: cannot create files"),
-        ] {
-            let e = config_of(args, &two()).unwrap_err();
-            assert!(
-                matches!(e, Error::Usage(_) | Error::Unsupported(_)),
-                "{args:?}: {e:?}"
-            );
-            let e = e.to_string();
-            assert!(e.contains(needle), "{args:?}: {e}");
-            assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
-        }
+        assert_refused::<Pipeline>(
+            &two(),
+            &[
+                (&["--pin", "4,5,6"][..], "cores 4 and 5 are not available"),
+                (&["--pin", "0,1"], "expected producer,consumer,background"),
+                (&["--pin", "0,0,1"], "named twice"),
+                (&["--pin", "0,1,7"], "core 7 is not available"),
+                (&["--rate", "0"], "above 0"),
+                (&["--bg-rate", "0"], "above 0"),
+                (&["--items", "0"], "at least 1 order"),
+                (&["--runs", "0"], "at least 1 run"),
+                (&["--work-ns", "-1"], "0 to 100000"),
+                (&["--bg-threads", "65"], "at most 64"),
+                (&["--variants", "tcmalloc"], "unknown variant"),
+                (&["--cross-l3"], "not available here"),
+                (&["--out", "/proc/x"], "--out /proc/x: cannot create files"),
+            ],
+        );
     }
 }

@@ -87,11 +87,10 @@ pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)>
 mod tests {
     use super::super::Pool;
     use super::*;
-    use crate::lab::experiment::parse_flags;
+    use crate::lab::experiment::{assert_refused, configure_from};
 
     fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
-        let a: PoolArgs = parse_flags::<Pool>(args)?;
-        config(&a, &Topology::two_cores())
+        configure_from::<Pool>(args, &Topology::two_cores())
     }
 
     #[test]
@@ -108,17 +107,16 @@ mod tests {
 
     #[test]
     fn bad_input_is_refused_with_one_line() {
-        for (args, needle) in [
-            (&["--iterations", "0"][..], "at least 1"),
-            (&["--repeats", "1"][..], "at least 2"),
-            (&["--threads", "0"][..], "at least 1"),
-            (&["--threads", "99"][..], "at most 16"),
-            (&["--pin", "4,5"][..], "not available"),
-            (&["--iterations", "x"][..], "not a number"),
-        ] {
-            let e = config_of(args).unwrap_err().to_string();
-            assert!(e.contains(needle), "{args:?}: {e}");
-            assert!(!e.contains('\n'), "{e}");
-        }
+        assert_refused::<Pool>(
+            &Topology::two_cores(),
+            &[
+                (&["--iterations", "0"][..], "at least 1"),
+                (&["--repeats", "1"][..], "at least 2"),
+                (&["--threads", "0"][..], "at least 1"),
+                (&["--threads", "99"][..], "at most 16"),
+                (&["--pin", "4,5"][..], "not available"),
+                (&["--iterations", "x"][..], "not a number"),
+            ],
+        );
     }
 }

@@ -99,7 +99,7 @@ pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)
 mod tests {
     use super::*;
     use crate::experiments::queue::Queue;
-    use crate::lab::experiment::parse_flags;
+    use crate::lab::experiment::{assert_refused, parse_flags};
 
     fn topo() -> Topology {
         Topology::two_cores()
@@ -134,35 +134,32 @@ mod tests {
 
     #[test]
     fn bad_input_is_refused_with_one_line() {
-        for (args, needle) in [
-            (
-                &["--pin", "4,5,6"][..],
-                "cores 4, 5 and 6 are not available; this process may run on cores 0-1",
-            ),
-            (&["--pin", "0,0"], "named twice"),
-            (&["--pin", "a,1"], "not a CPU number"),
-            (&["--pin", "0"], "expected 2 to 3 cores"),
-            (&["--rate", "0"], "above 0"),
-            (&["--rate", "-3"], "above 0"),
-            (&["--rate", "fast"], "not a number"),
-            (&["--rate", "inf"], "above 0"),
-            (&["--rate", "2e9"], "use --throughput"),
-            (&["--items", "0"], "at least 1 item"),
-            (&["--items", "1.5"], "whole number"),
-            (&["--runs", "0"], "at least 1 run"),
-            (&["--capacity", "0"], "at least 1 item"),
-            (&["--variants", "foo"], "unknown variant \"foo\""),
-            (&["--variants", "rtrb,rtrb"], "named twice"),
-            (&["--sweep-seconds", "0"], "above 0"),
-            (&["--noise-seconds", "61"], "0 (no probe) to 60"),
-            (&["--out", "/proc/x"], "--out /proc/x: cannot create files"),
-        ] {
-            let e = config_of(args).unwrap_err();
-            assert!(matches!(e, Error::Usage(_)), "{args:?}: {e:?}");
-            let e = e.to_string();
-            assert!(e.contains(needle), "{args:?}: {e}");
-            assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
-        }
+        assert_refused::<Queue>(
+            &topo(),
+            &[
+                (
+                    &["--pin", "4,5,6"][..],
+                    "cores 4, 5 and 6 are not available; this process may run on cores 0-1",
+                ),
+                (&["--pin", "0,0"], "named twice"),
+                (&["--pin", "a,1"], "not a CPU number"),
+                (&["--pin", "0"], "expected 2 to 3 cores"),
+                (&["--rate", "0"], "above 0"),
+                (&["--rate", "-3"], "above 0"),
+                (&["--rate", "fast"], "not a number"),
+                (&["--rate", "inf"], "above 0"),
+                (&["--rate", "2e9"], "use --throughput"),
+                (&["--items", "0"], "at least 1 item"),
+                (&["--items", "1.5"], "whole number"),
+                (&["--runs", "0"], "at least 1 run"),
+                (&["--capacity", "0"], "at least 1 item"),
+                (&["--variants", "foo"], "unknown variant \"foo\""),
+                (&["--variants", "rtrb,rtrb"], "named twice"),
+                (&["--sweep-seconds", "0"], "above 0"),
+                (&["--noise-seconds", "61"], "0 (no probe) to 60"),
+                (&["--out", "/proc/x"], "--out /proc/x: cannot create files"),
+            ],
+        );
     }
 
     #[test]
