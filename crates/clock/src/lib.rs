@@ -445,11 +445,7 @@ impl Clock {
     /// ```
     #[inline(always)]
     pub fn start(&self) -> u64 {
-        match self.source {
-            #[cfg(target_arch = "x86_64")]
-            Source::Tsc => tsc::start(),
-            _ => monotonic_ticks(),
-        }
+        self.timer().start()
     }
 
     /// End-of-interval read (`rdtscp; lfence`, or the monotonic clock).
@@ -460,11 +456,7 @@ impl Clock {
     /// ```
     #[inline(always)]
     pub fn end(&self) -> u64 {
-        match self.source {
-            #[cfg(target_arch = "x86_64")]
-            Source::Tsc => tsc::end(),
-            _ => monotonic_ticks(),
-        }
+        self.timer().end()
     }
 
     /// An unordered read, for when ordering does not matter.
@@ -475,11 +467,7 @@ impl Clock {
     /// ```
     #[inline(always)]
     pub fn now(&self) -> u64 {
-        match self.source {
-            #[cfg(target_arch = "x86_64")]
-            Source::Tsc => tsc::rdtsc(),
-            _ => monotonic_ticks(),
-        }
+        self.timer().now()
     }
 
     /// The documents' `rdtscp` read with the cpu it ran on (from `TSC_AUX`), so a
@@ -493,14 +481,7 @@ impl Clock {
     /// ```
     #[inline(always)]
     pub fn now_with_cpu(&self) -> (u64, Option<u32>) {
-        match self.source {
-            #[cfg(target_arch = "x86_64")]
-            Source::Tsc => {
-                let (t, aux) = tsc::rdtscp();
-                (t, Some(tsc::cpu_of(aux)))
-            }
-            _ => (monotonic_ticks(), None),
-        }
+        self.timer().now_with_cpu()
     }
 
     /// Converts a tick count to whole nanoseconds (rounded).
