@@ -148,6 +148,35 @@ const fn max_lead(align: usize) -> usize {
     }
 }
 
+/// Writes the header of the block at `p`: the length word (the mapping's length, or the
+/// `malloc` size marked [`FROM_LIBC`]) and where its memory starts.
+///
+/// # Safety
+/// `[p - HEADER, p)` lies inside the block's memory, before the block, and `p` is
+/// 16-aligned.
+unsafe fn write_header(p: *mut u8, len_word: usize, start: *mut u8) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        p.sub(HEADER).cast::<usize>().write(len_word);
+        p.sub(HEADER / 2).cast::<*mut u8>().write(start);
+    }
+}
+
+/// Places a block aligned to `align` in memory starting at `start` (page- or
+/// 16-aligned), after room for its header, writes the header, and returns the block.
+///
+/// # Safety
+/// At least `max_lead(align)` bytes, plus the block's size, are usable from `start`.
+unsafe fn place(start: *mut u8, align: usize, len_word: usize) -> *mut u8 {
+    let lead = (start.addr() + HEADER).next_multiple_of(align.max(HEADER)) - start.addr();
+    debug_assert!(lead >= HEADER && lead <= max_lead(align));
+    let p = start.wrapping_add(lead);
+    // SAFETY: `HEADER <= lead <= max_lead(align)`: the header lies in the caller's
+    // memory just before the block; `p` is a multiple of `align.max(HEADER)`.
+    unsafe { write_header(p, len_word, start) };
+    p
+}
+
 /// Allocates `size` bytes at `align` in a mapping of its own. Returns the block and
 /// whether its memory is known to be zero; null when the system refuses or the size
 /// overflows.
@@ -192,14 +221,8 @@ pub(crate) fn alloc(size: usize, align: usize) -> (*mut u8, bool) {
         }
         MAPPED_BYTES.fetch_add(len as u64, Ordering::Relaxed);
     }
-    let lead = (start.addr() + HEADER).next_multiple_of(align.max(HEADER)) - start.addr();
-    let p = start.wrapping_add(lead);
-    // SAFETY: `lead >= HEADER` and `lead + size <= map_len`, so the header's two words
-    // lie inside the mapping, before the block; `p - HEADER` is 8-aligned.
-    unsafe {
-        p.sub(HEADER).cast::<usize>().write(map_len);
-        p.sub(HEADER / 2).cast::<*mut u8>().write(start);
-    }
+    // SAFETY: the mapping holds `max_lead(align) + size` bytes from `start`.
+    let p = unsafe { place(start, align, map_len) };
     LIVE_BLOCKS.fetch_add(1, Ordering::Relaxed);
     LIVE_BYTES.fetch_add(map_len as u64, Ordering::Relaxed);
     (p, fresh)
@@ -231,14 +254,8 @@ pub(crate) fn alloc_libc(size: usize, align: usize) -> *mut u8 {
     if start.is_null() {
         return ptr::null_mut();
     }
-    let lead = (start.addr() + HEADER).next_multiple_of(align.max(HEADER)) - start.addr();
-    let p = start.wrapping_add(lead);
-    // SAFETY: `HEADER <= lead` and `lead + size <= total`, so the header and the block
-    // lie inside what `malloc` gave; `p - HEADER` is 8-aligned.
-    unsafe {
-        p.sub(HEADER).cast::<usize>().write(total | FROM_LIBC);
-        p.sub(HEADER / 2).cast::<*mut u8>().write(start);
-    }
+    // SAFETY: `malloc` gave `max_lead(align) + size` bytes from `start`, 16-aligned.
+    let p = unsafe { place(start, align, total | FROM_LIBC) };
     LIBC_BLOCKS.fetch_add(1, Ordering::Relaxed);
     LIVE_BLOCKS.fetch_add(1, Ordering::Relaxed);
     LIVE_BYTES.fetch_add(total as u64, Ordering::Relaxed);
@@ -285,10 +302,7 @@ pub(crate) unsafe fn remap(p: *mut u8, align: usize, new_size: usize) -> *mut u8
     let q = new_start.wrapping_add(lead);
     // SAFETY: the header's two words lie in the moved mapping just before the block,
     // as they did in the old one (`lead >= HEADER`).
-    unsafe {
-        q.sub(HEADER).cast::<usize>().write(new_len);
-        q.sub(HEADER / 2).cast::<*mut u8>().write(new_start);
-    }
+    unsafe { write_header(q, new_len, new_start) };
     // Both counters move by the same difference; wrapping adds of its two's complement
     // when it shrinks.
     let diff = (new_len as u64).wrapping_sub(len as u64);

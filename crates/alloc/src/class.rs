@@ -119,19 +119,6 @@ const fn class_for_aligned(size: usize, align: usize) -> Option<usize> {
     }
 }
 
-/// Where an arena address belongs: `(heap, class)`, read from the bits of its offset
-/// from the arena base; `None` for an address outside the arena.
-#[inline(always)]
-pub const fn decode(offset: usize) -> Option<(usize, usize)> {
-    FULL.decode(offset)
-}
-
-/// Offset from the arena base of the region of `heap` for `class`.
-#[inline(always)]
-pub const fn region_offset(heap: usize, class: usize) -> usize {
-    FULL.region_offset(heap, class)
-}
-
 /// The first class slot of a heap's span that no class uses: the depots start there.
 pub const DEPOT_SLOT: usize = NUM_CLASSES;
 /// Alignment of each depot in the span, and the step its memory is committed in.
@@ -139,19 +126,6 @@ pub const DEPOT_CHUNK: usize = 64 << 10;
 /// Bytes of one depot entry: a block's offset in its region, which is below
 /// `2^REGION_BITS`.
 pub const DEPOT_ENTRY: usize = 4;
-
-/// Entries the depot of class `c` can need in the full arena: one per block its region
-/// can hold.
-#[inline(always)]
-pub const fn depot_capacity(c: usize) -> usize {
-    FULL.depot_capacity(c)
-}
-
-/// Where each class's depot starts in the full arena, as an offset from its heap's span
-/// (the last entry is where the depots end). A depot is the array stack of a class's
-/// free blocks beyond its magazine, kept outside the blocks, in class slots no class
-/// uses.
-pub const DEPOT_OFFSETS: [usize; NUM_CLASSES + 1] = FULL.depot_offsets();
 
 /// The shape of an arena: how many offset bits each region has and how many heaps it
 /// holds. An address reads as `heap | class | offset` in every shape; only the widths
@@ -255,7 +229,9 @@ impl Geometry {
     }
 
     /// Where each class's depot starts, as an offset from its heap's span; the last
-    /// entry is where the depots end.
+    /// entry is where the depots end. A depot is the array stack of a class's free
+    /// blocks beyond its magazine, kept outside the blocks, in class slots no class
+    /// uses.
     pub const fn depot_offsets(self) -> [usize; NUM_CLASSES + 1] {
         let mut offsets = [0; NUM_CLASSES + 1];
         let mut at = DEPOT_SLOT << self.region_bits;
@@ -387,38 +363,54 @@ mod tests {
     }
 
     #[test]
-    fn addresses_decode_to_the_region_they_were_made_from() {
-        for heap in [0, 1, 5, HEAPS - 1] {
-            for class in [0, 1, 13, NUM_CLASSES - 1] {
-                let start = region_offset(heap, class);
-                for off in [0, 8, 4096, REGION_SIZE - 8] {
-                    assert_eq!(decode(start + off), Some((heap, class)));
+    fn addresses_decode_to_the_region_they_were_made_from_in_every_geometry() {
+        assert_eq!(FULL.arena_size(), ARENA_SIZE);
+        for geo in GEOMETRIES {
+            let region = geo.region_size();
+            for heap in [0, 1, 5, HEAPS - 1].into_iter().filter(|&h| h < geo.heaps) {
+                for class in [0, 1, 13, NUM_CLASSES - 1] {
+                    let start = geo.region_offset(heap, class);
+                    for off in [0, 8, 4096, region - 8] {
+                        assert_eq!(geo.decode(start + off), Some((heap, class)), "{geo:?}");
+                    }
                 }
             }
+            assert_eq!(geo.decode(geo.arena_size()), None, "{geo:?}");
+            assert_eq!(geo.decode(usize::MAX), None, "{geo:?}");
         }
-        assert_eq!(decode(ARENA_SIZE), None);
-        assert_eq!(decode(usize::MAX), None);
     }
 
     #[test]
-    fn depots_lie_past_every_region_without_overlapping() {
-        for c in 0..NUM_CLASSES {
-            let (start, end) = (DEPOT_OFFSETS[c], DEPOT_OFFSETS[c + 1]);
-            assert_eq!(start % DEPOT_CHUNK, 0);
-            assert!(end - start >= depot_capacity(c) * DEPOT_ENTRY, "class {c}");
-            // Every block of the region has its entry, and an offset fits an entry.
-            assert!(depot_capacity(c) * class_size(c) <= REGION_SIZE);
-            assert!((REGION_SIZE - 1) as u64 <= u64::from(u32::MAX));
-            // A depot address decodes to no class: it is never taken for a block.
-            for heap in [0, 3, HEAPS - 1] {
-                for off in [start, end - 1] {
-                    let (h, class) = decode(region_offset(heap, 0) + off).unwrap();
-                    assert_eq!(h, heap);
-                    assert!(class >= NUM_CLASSES, "class {c}'s depot decodes to {class}");
+    fn depots_lie_past_every_region_without_overlapping_in_every_geometry() {
+        for (g, geo) in GEOMETRIES.into_iter().enumerate() {
+            let offsets = DEPOT_TABLES[g];
+            assert_eq!(offsets, geo.depot_offsets());
+            let region = geo.region_size();
+            for c in 0..NUM_CLASSES {
+                let (start, end) = (offsets[c], offsets[c + 1]);
+                assert_eq!(start % DEPOT_CHUNK, 0);
+                assert!(
+                    end - start >= geo.depot_capacity(c) * DEPOT_ENTRY,
+                    "{geo:?} class {c}"
+                );
+                // Every block of the region has its entry, and an offset fits an entry.
+                assert!(geo.depot_capacity(c) * class_size(c) <= region);
+                assert!((region - 1) as u64 <= u64::from(u32::MAX));
+                // A depot address decodes to no class: it is never taken for a block.
+                for heap in [0, 3, HEAPS - 1].into_iter().filter(|&h| h < geo.heaps) {
+                    for off in [start, end - 1] {
+                        let (h, class) = geo.decode(geo.region_offset(heap, 0) + off).unwrap();
+                        assert_eq!(h, heap);
+                        assert!(
+                            class >= NUM_CLASSES,
+                            "{geo:?}: class {c}'s depot decodes to {class}"
+                        );
+                    }
                 }
             }
+            assert_eq!(offsets[0], geo.region_offset(0, DEPOT_SLOT));
+            assert!(offsets[NUM_CLASSES] <= geo.span(), "{geo:?}");
         }
-        assert_eq!(DEPOT_OFFSETS[0], region_offset(0, DEPOT_SLOT));
     }
 
     #[test]

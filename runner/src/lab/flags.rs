@@ -53,52 +53,8 @@ impl Common {
     }
 }
 
-/// A number (`2.5e6`, `0.2`).
-///
-/// ```
-/// use runner::lab::flags::num;
-/// assert_eq!(num::<f64>("rate", "2.5e6").unwrap(), 2.5e6);
-/// assert!(num::<f64>("rate", "fast").unwrap_err().to_string().contains("not a number"));
-/// ```
-pub fn num<T: std::str::FromStr>(flag: &str, s: &str) -> Result<T> {
-    s.trim()
-        .parse()
-        .map_err(|_| Error::Usage(format!("--{flag} {s}: not a number")))
-}
-
-/// A whole count that may be written `1e6` or `1_000_000`.
-///
-/// ```
-/// use runner::lab::flags::count;
-/// assert_eq!(count("items", "1e6").unwrap(), 1_000_000);
-/// assert_eq!(count("items", "1_000").unwrap(), 1_000);
-/// assert!(count("items", "1.5").is_err());
-/// ```
-pub fn count(flag: &str, s: &str) -> Result<usize> {
-    let clean = s.trim().replace('_', "");
-    if let Ok(n) = clean.parse::<usize>() {
-        return Ok(n);
-    }
-    let f: f64 = num(flag, &clean)?;
-    if f.fract() != 0.0 || f < 0.0 || !f.is_finite() || f > usize::MAX as f64 {
-        return Err(Error::Usage(format!("--{flag} {s}: not a whole number")));
-    }
-    Ok(f as usize)
-}
-
-/// The clap value parser of a count flag: [`count`] without the flag's name (clap
-/// names it: `invalid value 'x' for '--items <ITEMS>': not a number`).
-///
-/// ```
-/// use runner::lab::flags::count_value;
-/// assert_eq!(count_value("2e3"), Ok(2000));
-/// assert_eq!(count_value("1.5"), Err("not a whole number".to_string()));
-/// ```
-pub fn count_value(s: &str) -> std::result::Result<usize, String> {
-    count("", s).map_err(|e| unnamed(&e))
-}
-
-/// The clap value parser of a number flag: [`num`] without the flag's name.
+/// The clap value parser of a number flag (`2.5e6`, `0.2`). clap names the flag in its
+/// error: `invalid value 'fast' for '--rate <RATE>': not a number`.
 ///
 /// ```
 /// use runner::lab::flags::num_value;
@@ -106,14 +62,29 @@ pub fn count_value(s: &str) -> std::result::Result<usize, String> {
 /// assert_eq!(num_value("fast"), Err("not a number".to_string()));
 /// ```
 pub fn num_value(s: &str) -> std::result::Result<f64, String> {
-    num("", s).map_err(|e| unnamed(&e))
+    s.trim().parse().map_err(|_| "not a number".to_string())
 }
 
-/// An error of [`num`] or [`count`] without its `--flag value: ` prefix.
-fn unnamed(e: &Error) -> String {
-    let m = e.to_string();
-    m.split_once(": ")
-        .map_or(m.clone(), |(_, why)| why.to_string())
+/// The clap value parser of a count flag: a whole count that may be written `1e6` or
+/// `1_000_000`.
+///
+/// ```
+/// use runner::lab::flags::count_value;
+/// assert_eq!(count_value("1e6"), Ok(1_000_000));
+/// assert_eq!(count_value("1_000"), Ok(1_000));
+/// assert_eq!(count_value("1.5"), Err("not a whole number".to_string()));
+/// assert_eq!(count_value("x"), Err("not a number".to_string()));
+/// ```
+pub fn count_value(s: &str) -> std::result::Result<usize, String> {
+    let clean = s.trim().replace('_', "");
+    if let Ok(n) = clean.parse::<usize>() {
+        return Ok(n);
+    }
+    let f = num_value(&clean)?;
+    if f.fract() != 0.0 || f < 0.0 || !f.is_finite() || f > usize::MAX as f64 {
+        return Err("not a whole number".to_string());
+    }
+    Ok(f as usize)
 }
 
 /// A count checked to be in `[min, max]`; `what` names the unit in the error (`item`,
@@ -126,15 +97,14 @@ fn unnamed(e: &Error) -> String {
 /// assert_eq!(count_in("items", 11, 1, 10, "item").unwrap_err().to_string(), "--items 11: at most 10 items");
 /// ```
 pub fn count_in(flag: &str, n: usize, min: usize, max: usize, what: &str) -> Result<usize> {
-    let s = n;
     if n < min {
         let (plural, verb) = if min == 1 { ("", "is") } else { ("s", "are") };
         return Err(Error::Usage(format!(
-            "--{flag} {s}: at least {min} {what}{plural} {verb} needed"
+            "--{flag} {n}: at least {min} {what}{plural} {verb} needed"
         )));
     }
     if n > max {
-        return Err(Error::Usage(format!("--{flag} {s}: at most {max} {what}s")));
+        return Err(Error::Usage(format!("--{flag} {n}: at most {max} {what}s")));
     }
     Ok(n)
 }
@@ -149,15 +119,14 @@ pub fn count_in(flag: &str, n: usize, min: usize, max: usize, what: &str) -> Res
 /// }
 /// ```
 pub fn rate(flag: &str, r: f64, max: f64) -> Result<f64> {
-    let s = r;
     if !(r > 0.0 && r.is_finite()) {
         return Err(Error::Usage(format!(
-            "--{flag} {s}: the rate must be above 0 per second"
+            "--{flag} {r}: the rate must be above 0 per second"
         )));
     }
     if r > max {
         return Err(Error::Usage(format!(
-            "--{flag} {s}: above {max:e} per second, no pacer can keep that schedule"
+            "--{flag} {r}: above {max:e} per second, no pacer can keep that schedule"
         )));
     }
     Ok(r)
@@ -165,10 +134,9 @@ pub fn rate(flag: &str, r: f64, max: f64) -> Result<f64> {
 
 /// `--noise-seconds`: 0 (no probe) to 60.
 pub fn noise_seconds(v: f64) -> Result<f64> {
-    let s = v;
     if !(0.0..=60.0).contains(&v) {
         return Err(Error::Usage(format!(
-            "--noise-seconds {s}: give 0 (no probe) to 60 seconds"
+            "--noise-seconds {v}: give 0 (no probe) to 60 seconds"
         )));
     }
     Ok(v)
