@@ -171,7 +171,7 @@ fn every_variant_runs_in_every_mode_and_results_are_written() {
     );
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("queue.json")).unwrap()).unwrap();
-    assert_eq!(json["schema"], 1);
+    assert_eq!(json["schema"], runner::lab::schema::SCHEMA);
     assert_eq!(json["experiment"], "queue");
     for k in [
         "cpu_model",
@@ -352,14 +352,22 @@ fn patterns_runs_every_part_and_says_what_it_cannot_measure() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("patterns.json")).unwrap()).unwrap();
     assert_eq!(json["experiment"], "patterns");
+    let variant = |mode: &str, name: &str| {
+        json["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["mode"] == mode && v["name"] == name)
+            .unwrap_or_else(|| panic!("no {mode} {name}"))
+            .clone()
+    };
     for w in ["lock_free", "thread_cached", "locked", "malloc"] {
-        assert!(json["ms"]["many_threads"][w].as_f64().unwrap() > 0.0, "{w}");
+        let v = variant("many_threads", w);
+        assert!(v["figures"]["ms"]["value"].as_f64().unwrap() > 0.0, "{w}");
     }
     for h in ["malloc", "arena"] {
-        assert!(
-            json["memory"][h]["resident_bytes"].as_u64().is_some(),
-            "{h}"
-        );
+        let v = variant("memory", h);
+        assert!(v["figures"]["resident"]["value"].as_f64().is_some(), "{h}");
     }
     assert!(json["profiler_ns"]["pool"]["alloc"]["count"].as_u64() == Some(10 * 1000));
     let claims = json["claims"].as_array().unwrap();
@@ -411,20 +419,29 @@ fn alloc_keeps_every_repeat_and_pairs_them() {
     let variants = json["variants"].as_array().unwrap();
     assert_eq!(variants.len(), 5);
     for v in variants {
-        let each = v["seconds_each"].as_array().unwrap();
+        let each = v["figures"]["seconds"]["runs"].as_array().unwrap();
         assert_eq!(each.len(), 3, "{}", v["name"]);
         assert!(
             each.iter().all(|s| s.as_f64().unwrap() > 0.0),
             "{}",
             v["name"]
         );
-        assert_eq!(v["ns_per_pair_each"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            v["figures"]["ns_per_pair"]["runs"]
+                .as_array()
+                .unwrap()
+                .len(),
+            3
+        );
     }
-    let handoff = &variants[0]["seconds_each"];
+    let handoff = &variants[0]["figures"]["seconds"]["runs"];
     let jemalloc = variants.iter().find(|v| v["name"] == "jemalloc").unwrap();
     // The paired ratio is the median of the three repeats' own ratios.
     let mut r: Vec<f64> = (0..3)
-        .map(|k| jemalloc["seconds_each"][k].as_f64().unwrap() / handoff[k].as_f64().unwrap())
+        .map(|k| {
+            jemalloc["figures"]["seconds"]["runs"][k].as_f64().unwrap()
+                / handoff[k].as_f64().unwrap()
+        })
         .collect();
     r.sort_by(f64::total_cmp);
     let paired = json["ratios"]["jemalloc_over_handoff_time_paired"]

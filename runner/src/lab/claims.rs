@@ -6,41 +6,44 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 /// How a claim fared on this machine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// An absolute figure within [`NEAR`] of the document's.
-    #[serde(rename = "reproduced")]
     Reproduced,
     /// An absolute figure further than [`NEAR`] from the document's.
-    #[serde(rename = "differs")]
     Differs,
     /// A relation (an order, a ratio, a shape) that holds here.
-    #[serde(rename = "holds")]
     Holds,
     /// A relation that does not hold here.
-    #[serde(rename = "fails")]
     Fails,
     /// This machine's scheduling noise alone puts the claim out of reach of any
     /// contender (see `lab::noise`), so the run cannot speak to it.
-    #[serde(rename = "not measurable here")]
     NotMeasurableHere,
     /// The run did not measure what the claim needs (a mode or variant not run, a
     /// placement this machine lacks).
-    #[serde(rename = "not measured")]
     NotMeasured,
 }
+
+/// Every verdict's word, as printed and written.
+pub const VERDICTS: [&str; 6] = [
+    "reproduced",
+    "differs",
+    "holds",
+    "fails",
+    "not measurable here",
+    "not measured",
+];
 
 impl Verdict {
     /// The word printed and written.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Reproduced => "reproduced",
-            Verdict::Differs => "differs",
-            Verdict::Holds => "holds",
-            Verdict::Fails => "fails",
-            Verdict::NotMeasurableHere => "not measurable here",
-            Verdict::NotMeasured => "not measured",
-        }
+        VERDICTS[self as usize]
+    }
+}
+
+impl Serialize for Verdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -64,6 +67,9 @@ pub struct Claim {
     pub claim: String,
     /// The document's figures.
     pub document: String,
+    /// Where in the document the claim stands (its section, table or figure).
+    #[serde(rename = "where")]
+    pub place: &'static str,
     /// Ours.
     pub ours: String,
     /// The verdict.
@@ -133,7 +139,7 @@ pub fn table(claims: &[Claim]) -> String {
     let mut s = String::from("claims of the document, beside this machine\n");
     for c in claims {
         let _ = writeln!(s, "  [{}] {}", c.verdict, c.claim);
-        let _ = writeln!(s, "      document: {}", c.document);
+        let _ = writeln!(s, "      document: {} ({})", c.document, c.place);
         let _ = writeln!(s, "      here:     {}", c.ours);
         let _ = writeln!(s, "      why:      {}", c.reason);
     }
@@ -142,7 +148,8 @@ pub fn table(claims: &[Claim]) -> String {
 
 impl Claim {
     /// A claim with its verdict and reason (as [`near`], [`all_near`] and [`holds`]
-    /// return them).
+    /// return them). Say where it stands with [`at`](Claim::at): the results schema
+    /// refuses a claim without.
     pub fn new(
         id: &'static str,
         claim: impl Into<String>,
@@ -154,9 +161,17 @@ impl Claim {
             id,
             claim: claim.into(),
             document: document.into(),
+            place: "",
             ours: ours.into(),
             verdict,
             reason,
         }
+    }
+
+    /// Where in the document the claim stands: its section, table or figure, as the
+    /// document names it (`"Results, 1 MHz table"`).
+    pub fn at(mut self, place: &'static str) -> Claim {
+        self.place = place;
+        self
     }
 }

@@ -6,22 +6,31 @@
 //! around the run) is here and in `session`.
 
 use super::child::Task;
+use super::claims::Claim;
 use super::error::{Error, Result};
 use super::flags::Common;
+use super::noise::Probes;
+use super::results::Outputs;
+use super::schema::{Document, Sweep, Variant};
 use super::session::{Output, Plan, Session};
+use super::stop;
 use super::topology::Topology;
 use clap::{Args as _, FromArgMatches as _};
+use serde_json::{Map, Value};
 
 /// One experiment of the lab, reproducing one source document.
 pub trait Experiment: Sync + 'static {
     /// Its flags; every experiment flattens [`Common`] into them.
     type Args: clap::Args + clap::FromArgMatches;
-    /// Its validated configuration.
-    type Config: 'static;
+    /// Its validated configuration, written into the results as `config`.
+    type Config: serde::Serialize + 'static;
+    /// What a run measured; the frame turns it into the printed report, the results
+    /// JSON and the charts.
+    type Outcome: Report<Self::Config>;
     /// The subcommand: `queue`, `pipeline`, ...
     const NAME: &'static str;
-    /// The source document it reproduces, by file name.
-    const DOCUMENT: &'static str;
+    /// The source document it reproduces.
+    const DOCUMENT: Document;
     /// One line for `runner --help`.
     const ABOUT: &'static str;
     /// Its default `--runs`.
@@ -44,8 +53,59 @@ pub trait Experiment: Sync + 'static {
     /// The placement, output folder and noise probe the session needs.
     fn placement(cfg: &Self::Config, note: Option<String>) -> Plan;
 
-    /// Measures, and returns what the report and the files need.
-    fn run(cfg: &Self::Config, session: &mut Session) -> Result<Output>;
+    /// Measures, and returns what it measured. On Ctrl-C it returns
+    /// [`Error::Interrupted`] (or whatever it has: the frame checks again).
+    fn run(cfg: &Self::Config, session: &mut Session) -> Result<Self::Outcome>;
+}
+
+/// What a run of an experiment measured, as the lab reports it: the printed tables,
+/// the document's claims beside this run's figures, the contenders and sweeps of the
+/// results JSON (`lab::schema`), and the charts. The frame assembles them into one
+/// [`Output`] for every experiment.
+pub trait Report<C> {
+    /// The printed tables, in order.
+    fn sections(&self, cfg: &C) -> Vec<String>;
+    /// The document's claims beside this run's figures; `noise` holds the noise
+    /// probes when the run had them, for claims on tails.
+    fn claims(&self, cfg: &C, noise: Option<&Probes>) -> Vec<Claim>;
+    /// Every contender with its figures (`variants[]`).
+    fn variants(&self, cfg: &C) -> Vec<Variant>;
+    /// Its sweeps (`sweeps[]`), if it has any.
+    fn sweeps(&self, _cfg: &C) -> Vec<Sweep> {
+        Vec::new()
+    }
+    /// Fields of the experiment's own, added at the top of the results JSON (ratios,
+    /// raw samples, calibrations).
+    fn fields(&self, _cfg: &C) -> Map<String, Value> {
+        Map::new()
+    }
+    /// Charts and any other files, written with the JSON.
+    fn charts(&self, cfg: &C) -> Result<Outputs>;
+}
+
+/// The report of `outcome`: its sections, claims, charts, and the experiment's part of
+/// the results JSON (`config`, `variants`, `sweeps` and its own fields).
+pub fn output<C: serde::Serialize, R: Report<C>>(
+    outcome: &R,
+    cfg: &C,
+    noise: Option<&Probes>,
+) -> Result<Output> {
+    let mut json = Map::new();
+    json.insert("config".into(), serde_json::to_value(cfg)?);
+    let variants: Vec<Value> = outcome
+        .variants(cfg)
+        .into_iter()
+        .map(Variant::into_value)
+        .collect();
+    json.insert("variants".into(), variants.into());
+    json.insert("sweeps".into(), serde_json::to_value(outcome.sweeps(cfg))?);
+    json.extend(outcome.fields(cfg));
+    Ok(Output {
+        sections: outcome.sections(cfg),
+        claims: outcome.claims(cfg, noise),
+        json,
+        files: outcome.charts(cfg)?,
+    })
 }
 
 /// An experiment as the registry lists it (object-safe; every [`Experiment`] is one).
@@ -53,7 +113,7 @@ pub trait Entry: Sync {
     /// The subcommand.
     fn name(&self) -> &'static str;
     /// The source document.
-    fn document(&self) -> &'static str;
+    fn document(&self) -> Document;
     /// Its subcommand with every flag and default (the only place a default is
     /// written), the common flags' roles and runs explained.
     fn command(&self) -> clap::Command;
@@ -78,7 +138,7 @@ impl<E: Experiment> Entry for E {
         E::NAME
     }
 
-    fn document(&self) -> &'static str {
+    fn document(&self) -> Document {
         E::DOCUMENT
     }
 
@@ -120,7 +180,10 @@ impl<E: Experiment> Prepared for Planned<E> {
     }
 
     fn run(&self, session: &mut Session) -> Result<Output> {
-        E::run(&self.cfg, session)
+        let outcome = E::run(&self.cfg, session)?;
+        stop::check()?;
+        let noise = session.probe_after()?.cloned();
+        output(&outcome, &self.cfg, noise.as_ref())
     }
 }
 

@@ -8,6 +8,7 @@ use super::error::{Error, Result};
 use super::fmt;
 use super::pacer::{self, below_target, Schedule};
 use super::results::Outputs;
+use super::schema::{Better, Sweep, Unit, Variant};
 use handoff_clock::Clock;
 use handoff_stats::Latency;
 use serde::Serialize;
@@ -321,6 +322,47 @@ impl Measured {
         }
     }
 
+    /// This contender as an entry of the results' `variants[]`: its latency
+    /// percentiles (ns), throughput and achieved rate (items/s) and mean queue depth,
+    /// each with its value in each run where the runs have one, and every field of
+    /// [`json`](Self::json).
+    pub fn variant(&self, name: &str) -> Variant {
+        let mut v = Variant::new(name);
+        let p = self.latency.percentiles();
+        let runs = |f: fn(&RunSummary) -> f64| self.runs.iter().map(f).collect::<Vec<_>>();
+        let none = Vec::new;
+        for (key, value, per_run) in [
+            ("p50", p.p50, runs(|r| r.p50_ns as f64)),
+            ("p90", p.p90, none()),
+            ("p99", p.p99, runs(|r| r.p99_ns as f64)),
+            ("p99.9", p.p999, runs(|r| r.p999_ns as f64)),
+            ("max", p.max, none()),
+        ] {
+            v.figure(key, Unit::Ns, Better::Lower, value as f64, per_run);
+        }
+        v.figure(
+            "throughput",
+            Unit::ItemsPerS,
+            Better::Higher,
+            self.throughput().unwrap_or(f64::NAN),
+            runs(|r| r.throughput_items_per_s),
+        );
+        if let Some(a) = self.achieved_hz() {
+            v.figure(
+                "achieved_rate",
+                Unit::ItemsPerS,
+                Better::Higher,
+                a,
+                runs(|r| r.achieved_rate_hz.unwrap_or(f64::NAN)),
+            );
+        }
+        if let Some(d) = self.mean_depth() {
+            v.figure("mean_queue_depth", Unit::Items, Better::Lower, d, none());
+        }
+        v.extend(self.json());
+        v
+    }
+
     /// One sweep point's fields: `x` and the percentiles.
     pub fn sweep_point(&self, x: Option<f64>) -> Value {
         let p = self.latency.percentiles();
@@ -333,6 +375,28 @@ impl Measured {
             "samples": self.latency.count(),
             "latency_ns_doc_convention": self.latency.doc_percentiles(),
         })
+    }
+}
+
+/// A sweep of `variant` over `x` (in `x_unit`): one [`Measured::sweep_point`] per
+/// measured point, latencies in ns.
+pub fn sweep<'a>(
+    name: &'static str,
+    variant: &str,
+    x: &'static str,
+    x_unit: Unit,
+    points: impl IntoIterator<Item = (f64, &'a Measured)>,
+) -> Sweep {
+    Sweep {
+        name,
+        variant: variant.into(),
+        x,
+        x_unit: x_unit.as_str(),
+        unit: Unit::Ns.as_str(),
+        points: points
+            .into_iter()
+            .map(|(x, m)| m.sweep_point(Some(x)))
+            .collect(),
     }
 }
 

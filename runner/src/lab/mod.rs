@@ -18,6 +18,7 @@ pub mod pacer;
 pub mod pin;
 pub mod results;
 pub mod rotate;
+pub mod schema;
 pub mod session;
 pub mod stop;
 pub mod topology;

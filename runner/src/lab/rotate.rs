@@ -1,7 +1,9 @@
-//! The run loop of experiments that compare contenders: every run measures every
-//! contender once, in an order rotated by one from run to run, so that no contender
-//! always goes first (after an idle core) or last (after the others warmed the caches),
-//! and contenders measured in the same run saw the same state of the machine.
+//! The run loops of experiments that compare contenders. [`contenders`]: every run
+//! measures every contender once, in an order rotated by one from run to run, so that
+//! no contender always goes first (after an idle core) or last (after the others warmed
+//! the caches), and contenders measured in the same run saw the same state of the
+//! machine. [`groups`]: the paced experiments' cells, one offered load's contenders
+//! alternated run by run, one load after another.
 
 use super::error::Result;
 use super::stop;
@@ -40,6 +42,81 @@ pub fn contenders(
     Ok(())
 }
 
+/// Cells measured together: each of `runs` runs measures every cell of `cells`
+/// (indices into the experiment's cells) once, in order. The cells of one offered load
+/// form a group, so that its contenders alternate run by run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    /// The cells, by index.
+    pub cells: Vec<usize>,
+    /// Runs of each.
+    pub runs: usize,
+}
+
+/// Splits `cells` into [`Group`]s of consecutive cells with equal `key`, keeping only
+/// the `runnable` ones, each group run `runs(first cell)` times.
+///
+/// ```
+/// use runner::lab::rotate::{group_by, Group};
+/// let cells = [(1, true), (1, false), (1, true), (2, true)];
+/// let g = group_by(&cells, |c| c.0, |c| c.1, |c| c.0 * 10);
+/// assert_eq!(g, [Group { cells: vec![0, 2], runs: 10 }, Group { cells: vec![3], runs: 20 }]);
+/// ```
+pub fn group_by<C, K: PartialEq>(
+    cells: &[C],
+    key: impl Fn(&C) -> K,
+    runnable: impl Fn(&C) -> bool,
+    runs: impl Fn(&C) -> usize,
+) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut last: Option<K> = None;
+    for (i, c) in cells.iter().enumerate() {
+        let k = key(c);
+        if last.as_ref() != Some(&k) {
+            groups.push(Group {
+                cells: Vec::new(),
+                runs: runs(c),
+            });
+            last = Some(k);
+        }
+        if runnable(c) {
+            if let Some(g) = groups.last_mut() {
+                g.cells.push(i);
+            }
+        }
+    }
+    groups.retain(|g| !g.cells.is_empty());
+    groups
+}
+
+/// Measures every [`Group`]: for each of its runs, each of its cells in order. Sets
+/// `bar`'s length to the steps planned; before each step stops with `Interrupted` on
+/// Ctrl-C and names the step (`label`); after it checks for Ctrl-C again (a
+/// measurement cut short is not kept) and advances `bar`. Clears `bar` at the end.
+pub fn groups<C>(
+    bar: &indicatif::ProgressBar,
+    cells: &mut [C],
+    groups: &[Group],
+    label: impl Fn(&C) -> String,
+    mut measure: impl FnMut(&mut C) -> Result<()>,
+) -> Result<()> {
+    let steps: usize = groups.iter().map(|g| g.cells.len() * g.runs).sum();
+    bar.set_length(steps as u64);
+    for g in groups {
+        for _run in 0..g.runs {
+            for &i in &g.cells {
+                stop::check()?;
+                bar.set_message(label(&cells[i]));
+                measure(&mut cells[i])?;
+                stop::check()?;
+                bar.inc(1);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,6 +145,54 @@ mod tests {
             assert_eq!(mine[0], run % 3);
         }
         assert_eq!(bar.position(), 12);
+    }
+
+    #[test]
+    fn groups_alternate_their_cells_run_by_run() {
+        let bar = indicatif::ProgressBar::hidden();
+        let mut cells = vec![0usize; 4];
+        let mut seen = Vec::new();
+        let plan = [
+            Group {
+                cells: vec![0, 2],
+                runs: 3,
+            },
+            Group {
+                cells: vec![3],
+                runs: 1,
+            },
+        ];
+        groups(
+            &bar,
+            &mut cells,
+            &plan,
+            |_| String::new(),
+            |c| {
+                *c += 1;
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(cells, [3, 0, 3, 1]);
+        assert_eq!(bar.position(), 7);
+        // Order: 0 2 0 2 0 2 3.
+        let mut cells = vec![0usize; 4];
+        let mut k = 0;
+        groups(
+            &bar,
+            &mut cells,
+            &plan,
+            |_| String::new(),
+            |c| {
+                k += 1;
+                *c = k;
+                seen.push(k);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(cells, [5, 0, 6, 7]);
+        assert_eq!(seen.len(), 7);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::env::{Env, Toolchain};
 use super::error::{Error, Result};
 use super::noise::{self, Probes};
 use super::results::Outputs;
+use super::schema::{self, Document};
 use super::topology::{format_cpu_list, Topology};
 use super::{fmt, pin, stop};
 use handoff_clock::Clock;
@@ -18,13 +19,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Which experiment runs: its name (`queue`, `pipeline`, ...; also the output files'
-/// stem) and its source document (`seeds/...txt`), as the registry gives them.
+/// stem) and its source document, as the registry gives them.
 #[derive(Clone, Copy, Debug)]
 pub struct Id {
     /// The experiment's name.
     pub name: &'static str,
     /// The source document.
-    pub document: &'static str,
+    pub document: Document,
 }
 
 /// What a run needs from the lab, decided by the experiment's validation.
@@ -259,9 +260,9 @@ impl Session {
         report.push_str(&body);
 
         let mut json = Map::new();
-        json.insert("schema".into(), 1.into());
+        json.insert("schema".into(), schema::SCHEMA.into());
         json.insert("experiment".into(), self.id.name.into());
-        json.insert("document".into(), self.id.document.into());
+        json.insert("document".into(), to_value(&self.id.document)?);
         json.insert("started".into(), self.started.clone().into());
         json.insert("finished".into(), fmt::now_rfc3339().into());
         json.insert("env".into(), to_value(&self.env)?);
@@ -291,12 +292,13 @@ impl Session {
 }
 
 fn header(id: Id, env: &Env) -> String {
-    let short = id
-        .document
-        .split_once('_')
-        .map(|(a, _)| a)
-        .unwrap_or(id.document);
-    format!("{} ({short}): {}", id.name, env.summary())
+    format!(
+        "{} ({}, \"{}\"): {}",
+        id.name,
+        id.document.number(),
+        id.document.title,
+        env.summary()
+    )
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Result<Value> {

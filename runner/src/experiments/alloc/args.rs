@@ -36,8 +36,8 @@ pub struct AllocArgs {
     #[arg(long, default_value = "1024", allow_hyphen_values = true, value_parser = flags::count_value)]
     pub sweep_max_mib: usize,
     /// Replacements per sweep point
-    #[arg(long, default_value = "2000000", allow_hyphen_values = true, value_parser = flags::count_value)]
-    pub sweep_ops: usize,
+    #[arg(long, alias = "sweep-ops", default_value = "2000000", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub sweep_items: usize,
     /// Blocks of the producer/consumer run (0: none)
     #[arg(long, default_value = "2000000", allow_hyphen_values = true, value_parser = flags::count_value)]
     pub handoff_items: usize,
@@ -52,15 +52,15 @@ pub struct Config {
     /// Requested bytes live in the main test.
     pub working_set: usize,
     /// Replacements of the main test.
-    pub ops: usize,
+    pub items: usize,
     /// Threads of the main test.
     pub threads: usize,
     /// Repeats per contender.
-    pub repeats: usize,
+    pub runs: usize,
     /// Working sets of the sweep.
     pub sweep: Vec<usize>,
     /// Replacements per sweep point.
-    pub sweep_ops: usize,
+    pub sweep_items: usize,
     /// Blocks of the producer/consumer run.
     pub handoff_items: usize,
     /// Cores.
@@ -78,11 +78,11 @@ pub fn config(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)
     } else {
         flags::count_in("working-set-mib", a.working_set_mib, 1, 1 << 20, "MiB")? * MIB
     };
-    let ops = flags::count_in("items", a.items, 1, 1 << 36, "replacement")?;
+    let items = flags::count_in("items", a.items, 1, 1 << 36, "replacement")?;
     let threads = flags::count_in("threads", a.threads, 1, THREAD_NAMES.len(), "thread")?;
-    let repeats = a.common.runs(1, 100)?;
+    let runs = a.common.runs(1, 100)?;
     let sweep_max = flags::count_in("sweep-max-mib", a.sweep_max_mib, 0, 1 << 20, "MiB")?;
-    let sweep_ops = flags::count_in("sweep-ops", a.sweep_ops, 1, 1 << 36, "replacement")?;
+    let sweep_items = flags::count_in("sweep-items", a.sweep_items, 1, 1 << 36, "replacement")?;
     let handoff_items = flags::count_in("handoff-items", a.handoff_items, 0, 1 << 36, "block")?;
     let noise_seconds = a.common.noise_seconds()?;
     check_writable(&a.common.out)?;
@@ -104,11 +104,11 @@ pub fn config(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)
     Ok((
         Config {
             working_set,
-            ops,
+            items,
             threads,
-            repeats,
+            runs,
             sweep,
-            sweep_ops,
+            sweep_items,
             handoff_items,
             pins,
             out: a.common.out.clone(),

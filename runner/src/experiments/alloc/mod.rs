@@ -1,4 +1,4 @@
-//! `runner alloc`: the size-class allocator document (seeds/004). Its real-world-like
+//! `runner alloc`: the size-class allocator document (document 004). Its real-world-like
 //! test (sizes ~ 1/size, Pareto-like lifetimes, each block written and read once) on
 //! handoff-alloc, glibc malloc, mimalloc and jemalloc, each in its own child runner
 //! whose process allocator it is: time and ns per alloc/free pair, peak resident memory
@@ -15,7 +15,8 @@ use crate::lab::child::Task;
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
 use crate::lab::rotate;
-use crate::lab::session::{Output, Plan, Session};
+use crate::lab::schema::Document;
+use crate::lab::session::{Plan, Session};
 use crate::lab::topology::Topology;
 use report::Outcome;
 
@@ -23,7 +24,10 @@ pub use args::{config, AllocArgs, Config};
 pub use work::{child_task, Contender, Sample, Spec, CHILD_TASK};
 
 /// The source document.
-pub const DOCUMENT: &str = "seeds/004_12c30817d25f96d8.txt";
+pub const DOCUMENT: Document = Document {
+    file: "004_12c30817d25f96d8.txt",
+    title: "(Re)Actor Allocation at 15 CPU Cycles",
+};
 
 /// The document's total allocation size: 1.3 GB.
 pub const DOC_WORKING_SET: usize = 1_300_000_000;
@@ -34,9 +38,10 @@ pub struct Alloc;
 impl Experiment for Alloc {
     type Args = AllocArgs;
     type Config = Config;
+    type Outcome = Outcome;
     const NAME: &'static str = "alloc";
-    const DOCUMENT: &'static str = DOCUMENT;
-    const ABOUT: &'static str = "Size-class allocator vs glibc, mimalloc, jemalloc on a real-world-like test: time, memory, working-set sweep, cross-thread frees (seeds/004)";
+    const DOCUMENT: Document = DOCUMENT;
+    const ABOUT: &'static str = "Size-class allocator vs glibc, mimalloc, jemalloc on a real-world-like test: time, memory, working-set sweep, cross-thread frees (document 004)";
     const RUNS: &'static str = "5";
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts, the first two the producer/consumer)";
     const A_RUN: &'static str =
@@ -51,17 +56,17 @@ impl Experiment for Alloc {
         Plan::alike_threads(c.out.clone(), &c.pins, note, c.noise_seconds)
     }
 
-    fn run(cfg: &Config, session: &mut Session) -> Result<Output> {
+    fn run(cfg: &Config, session: &mut Session) -> Result<Outcome> {
         let timer = session.clock.timer();
         let n = Contender::ALL.len();
-        let bar = session.progress((n * cfg.repeats) as u64)?;
+        let bar = session.progress((n * cfg.runs) as u64)?;
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); n];
         let name = |i: usize| Contender::ALL[i].name().to_string();
-        rotate::contenders(&bar, cfg.repeats, n, name, |r, i| {
+        rotate::contenders(&bar, cfg.runs, n, name, |r, i| {
             let spec = Spec {
                 contender: Contender::ALL[i],
                 working_set: cfg.working_set,
-                ops: cfg.ops,
+                ops: cfg.items,
                 threads: cfg.threads,
                 pins: cfg.pins.clone(),
                 // The sweep runs once, in the first repeat; the producer/consumer
@@ -72,20 +77,13 @@ impl Experiment for Alloc {
                 } else {
                     Vec::new()
                 },
-                sweep_ops: cfg.sweep_ops,
+                sweep_ops: cfg.sweep_items,
                 handoff_items: cfg.handoff_items,
                 timer,
             };
             samples[i].push(work::measure(&spec)?);
             Ok(())
         })?;
-        session.probe_after()?;
-        let out = Outcome { samples };
-        Ok(Output {
-            sections: vec![out.table(cfg)],
-            claims: out.claims(cfg),
-            json: out.json(cfg)?,
-            files: out.charts(cfg)?,
-        })
+        Ok(Outcome { samples })
     }
 }

@@ -1,15 +1,22 @@
-//! `runner alloc`'s report: the table, the claims, the JSON fields and the charts,
-//! from every contender's samples.
+//! `runner alloc`'s report: the table, the claims, the contenders and sweeps of the
+//! results JSON and the charts, from every contender's samples.
 
 use super::args::MIB;
 use super::{Config, Contender, Sample};
 use crate::lab::chart::{self, Series};
 use crate::lab::claims::{holds, near, Claim, Verdict};
-use crate::lab::error::{Error, Result};
+use crate::lab::error::Result;
+use crate::lab::experiment::Report;
 use crate::lab::measure::median_or_nan as median;
+use crate::lab::noise::Probes;
 use crate::lab::results::Outputs;
+use crate::lab::schema::{Better, Sweep, Unit, Variant};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
+
+/// Where the cross-thread target stands beside the document.
+const CROSS_THREAD_WHERE: &str =
+    "project target beside Task definition (\"We do NOT need our allocator to be multi-threaded\")";
 
 /// Every contender's samples, in `Contender::ALL` order.
 pub struct Outcome {
@@ -77,15 +84,15 @@ impl Outcome {
         median(self.of(c).iter().filter_map(|s| s.handoff_per_s))
     }
 
-    pub(super) fn table(&self, cfg: &Config) -> String {
+    fn table(&self, cfg: &Config) -> String {
         let mut s = String::new();
         let _ = writeln!(
             s,
             "document 004's test: {} MiB requested live, {} replacements, {} thread(s), medians of {} repeats",
             cfg.working_set / MIB,
-            cfg.ops,
+            cfg.items,
             cfg.threads,
-            cfg.repeats
+            cfg.runs
         );
         let _ = writeln!(
             s,
@@ -140,7 +147,7 @@ impl Outcome {
             let _ = writeln!(
                 s,
                 "\nTSC ticks per pair as the working set grows ({} replacements each; in brackets, less the test's own)",
-                cfg.sweep_ops
+                cfg.sweep_items
             );
             let _ = write!(s, "  {:<8}", "MiB");
             for c in Contender::ALL {
@@ -164,7 +171,7 @@ impl Outcome {
         s
     }
 
-    pub(super) fn claims(&self, cfg: &Config) -> Vec<Claim> {
+    fn claims(&self, cfg: &Config) -> Vec<Claim> {
         let h = Contender::Handoff;
         let others = [Contender::System, Contender::Mimalloc, Contender::Jemalloc];
         // Time to finish the test, the test's own work included.
@@ -196,7 +203,8 @@ impl Outcome {
                     ws / MIB
                 ),
                 near(ticks, 15.0),
-            ),
+            )
+            .at("Test results, Figure 3"),
             None => Claim::new(
                 "pair_cycles_small_ws",
                 "a malloc/free pair costs about 15 CPU cycles at single-digit-MB working sets",
@@ -206,7 +214,8 @@ impl Outcome {
                     Verdict::NotMeasured,
                     "the sweep was not run (--sweep-max-mib 0)".into(),
                 ),
-            ),
+            )
+            .at("Test results, Figure 3"),
         });
         claims.push(Claim::new(
             "faster_than_every_general_allocator",
@@ -221,22 +230,25 @@ impl Outcome {
                 min_net >= 1.5,
                 "the smallest ratio of time beyond the test's own cost (the document's convention) is at least 1.5",
             ),
-        ));
+        ).at("Test results, Figure 1"));
         let mem = self.overhead(h) / self.overhead(Contender::Jemalloc);
-        claims.push(Claim::new(
-            "memory_on_par_with_jemalloc",
-            "memory overhead on par with jemalloc's, the best of the general allocators",
-            "on par",
-            format!(
-                "peak RSS / requested: handoff-alloc {:.3}, jemalloc {:.3} ({mem:.2}x)",
-                self.overhead(h),
-                self.overhead(Contender::Jemalloc)
-            ),
-            holds(
-                mem <= 1.2,
-                "handoff-alloc's overhead is at most 1.2x jemalloc's",
-            ),
-        ));
+        claims.push(
+            Claim::new(
+                "memory_on_par_with_jemalloc",
+                "memory overhead on par with jemalloc's, the best of the general allocators",
+                "on par",
+                format!(
+                    "peak RSS / requested: handoff-alloc {:.3}, jemalloc {:.3} ({mem:.2}x)",
+                    self.overhead(h),
+                    self.overhead(Contender::Jemalloc)
+                ),
+                holds(
+                    mem <= 1.2,
+                    "handoff-alloc's overhead is at most 1.2x jemalloc's",
+                ),
+            )
+            .at("Test results, Figure 2"),
+        );
         let target = speedup(Contender::Mimalloc).min(speedup(Contender::Jemalloc));
         claims.push(Claim::new(
             "project_target_single_thread",
@@ -251,7 +263,7 @@ impl Outcome {
                 target >= 1.3 && mem <= 1.2,
                 "both ratios of the time to finish the test, its own work included, at least 1.3, and the memory ratio at most 1.2",
             ),
-        ));
+        ).at("project target beside Test results, Figures 1 and 2"));
         let x = self.handoff(h) / self.handoff(Contender::Mimalloc);
         claims.push(if cfg.handoff_items > 0 {
             Claim::new(
@@ -265,6 +277,7 @@ impl Outcome {
                 ),
                 holds(x >= 1.0, "handoff-alloc's rate at least mimalloc's"),
             )
+            .at(CROSS_THREAD_WHERE)
         } else {
             Claim::new(
                 "cross_thread_frees",
@@ -273,45 +286,91 @@ impl Outcome {
                 "-",
                 (Verdict::NotMeasured, "--handoff-items 0".into()),
             )
+            .at(CROSS_THREAD_WHERE)
         });
         claims
     }
 
-    pub(super) fn json(&self, cfg: &Config) -> Result<Map<String, Value>> {
-        let mut m = Map::new();
-        m.insert(
-            "config".into(),
-            serde_json::to_value(cfg).map_err(|e| Error::Run(e.to_string()))?,
-        );
-        let variants: Vec<Value> = Contender::ALL
+    /// Every contender with its time, ns per pair, memory and cross-thread rate, each
+    /// with its value in every run.
+    fn contenders(&self) -> Vec<Variant> {
+        Contender::ALL
             .iter()
             .map(|&c| {
-                json!({
-                    "name": c.name(),
-                    "seconds": self.seconds(c),
-                    "seconds_each": self.of(c).iter().map(|s| s.seconds).collect::<Vec<_>>(),
-                    "ns_per_pair_each": self.of(c).iter().map(|s| s.ns_per_pair).collect::<Vec<_>>(),
-                    "ns_per_op": { "pair": self.ns(c), "pair_less_test": self.net(c) },
-                    "peak_resident_bytes": self.resident_mib(c) * MIB as f64,
-                    "resident_over_requested": self.overhead(c),
-                    "cross_thread_items_per_s": self.handoff(c),
-                    "cross_thread_items_per_s_each": self.of(c).iter().filter_map(|s| s.handoff_per_s).collect::<Vec<_>>(),
-                    "runs": self.of(c).len(),
-                })
+                let each = self.of(c);
+                let mut v = Variant::new(c.name());
+                v.figure(
+                    "seconds",
+                    Unit::Seconds,
+                    Better::Lower,
+                    self.seconds(c),
+                    each.iter().map(|s| s.seconds),
+                )
+                .figure(
+                    "ns_per_pair",
+                    Unit::Ns,
+                    Better::Lower,
+                    self.ns(c),
+                    each.iter().map(|s| s.ns_per_pair),
+                )
+                .figure(
+                    "ns_per_pair_less_test",
+                    Unit::Ns,
+                    Better::Lower,
+                    self.net(c),
+                    [],
+                )
+                .figure(
+                    "peak_resident",
+                    Unit::Bytes,
+                    Better::Lower,
+                    self.resident_mib(c) * MIB as f64,
+                    each.iter().map(|s| s.peak_resident as f64),
+                )
+                .figure(
+                    "resident_over_requested",
+                    Unit::Ratio,
+                    Better::Lower,
+                    self.overhead(c),
+                    each.iter()
+                        .map(|s| s.peak_resident as f64 / s.peak_requested.max(1) as f64),
+                )
+                .figure(
+                    "cross_thread_rate",
+                    Unit::ItemsPerS,
+                    Better::Higher,
+                    self.handoff(c),
+                    each.iter().filter_map(|s| s.handoff_per_s),
+                )
+                .set("runs", each.len());
+                v
             })
-            .collect();
-        m.insert("variants".into(), Value::Array(variants));
-        let sweeps: Vec<Value> = Contender::ALL
+            .collect()
+    }
+
+    /// Ticks per pair at each working set of the sweep, in all and less the test's own.
+    fn sweeps(&self) -> Vec<Sweep> {
+        Contender::ALL
             .iter()
-            .map(|&c| {
-                json!({
-                    "name": "working_set",
-                    "variant": c.name(),
-                    "points": self.sweep(c).iter().zip(self.net_sweep(c)).map(|(&(x, t), (_, n))| json!({"x": x, "ticks_per_pair": t, "ticks_per_pair_less_test": n})).collect::<Vec<_>>(),
-                })
+            .filter(|&&c| !self.sweep(c).is_empty())
+            .map(|&c| Sweep {
+                name: "working_set",
+                variant: c.name().into(),
+                x: "working_set_bytes",
+                x_unit: Unit::Bytes.as_str(),
+                unit: Unit::Ticks.as_str(),
+                points: self
+                    .sweep(c)
+                    .iter()
+                    .zip(self.net_sweep(c))
+                    .map(|(&(x, t), (_, n))| json!({"x": x, "ticks_per_pair": t, "ticks_per_pair_less_test": n}))
+                    .collect(),
             })
-            .collect();
-        m.insert("sweeps".into(), Value::Array(sweeps));
+            .collect()
+    }
+
+    /// The ratios the claims read, by name.
+    fn ratios(&self) -> Map<String, Value> {
         let h = Contender::Handoff;
         let mut ratios = Map::new();
         for c in [Contender::System, Contender::Mimalloc, Contender::Jemalloc] {
@@ -332,11 +391,10 @@ impl Outcome {
                 json!(self.overhead(h) / self.overhead(c)),
             );
         }
-        m.insert("ratios".into(), Value::Object(ratios));
-        Ok(m)
+        ratios
     }
 
-    pub(super) fn charts(&self, cfg: &Config) -> Result<Outputs> {
+    fn charts(&self, cfg: &Config) -> Result<Outputs> {
         let mut files = Outputs::new();
         let bars = |f: &dyn Fn(Contender) -> f64| -> Vec<(String, f64)> {
             Contender::ALL
@@ -385,5 +443,35 @@ impl Outcome {
             files.add(cfg.out.join("alloc-working-set.svg"), svg.into_bytes());
         }
         Ok(files)
+    }
+}
+
+/// The table, the claims, every contender's figures, the working-set sweeps, the ratios
+/// the claims read, the charts.
+impl Report<Config> for Outcome {
+    fn sections(&self, cfg: &Config) -> Vec<String> {
+        vec![self.table(cfg)]
+    }
+
+    fn claims(&self, cfg: &Config, _noise: Option<&Probes>) -> Vec<Claim> {
+        Outcome::claims(self, cfg)
+    }
+
+    fn variants(&self, _cfg: &Config) -> Vec<Variant> {
+        self.contenders()
+    }
+
+    fn sweeps(&self, _cfg: &Config) -> Vec<Sweep> {
+        Outcome::sweeps(self)
+    }
+
+    fn fields(&self, _cfg: &Config) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("ratios".into(), Value::Object(self.ratios()));
+        m
+    }
+
+    fn charts(&self, cfg: &Config) -> Result<Outputs> {
+        Outcome::charts(self, cfg)
     }
 }

@@ -28,7 +28,7 @@ pub struct Config {
     /// The fraction of the document's sizes.
     pub scale: f64,
     /// Repeats of the timed parts, the first dropped.
-    pub repeats: usize,
+    pub runs: usize,
     /// Arena part: batches.
     pub arena_iterations: usize,
     /// Arena part: ticks per batch.
@@ -70,7 +70,7 @@ pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<Strin
             a.scale
         )));
     }
-    let repeats = a.common.runs(2, 1000)?;
+    let runs = a.common.runs(2, 1000)?;
     let threads = flags::count_in("threads", a.threads, 1, 256, "thread")?;
     let noise_seconds = a.common.noise_seconds()?;
     let sized = |doc: usize| ((doc as f64 * scale).round() as usize).max(1);
@@ -80,7 +80,7 @@ pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<Strin
     Ok((
         Config {
             scale,
-            repeats,
+            runs,
             arena_iterations: sized(1000),
             arena_batch: 10_000,
             orders_typed: sized(100_000),

@@ -24,7 +24,7 @@ pub fn claims(o: &Outcome, cfg: &Config) -> Vec<Claim> {
             "~10-50 ns per allocation",
             format!("pool allocate p50 {} ns, p99 {} ns (clock read pair included)", pool.alloc.p50, pool.alloc.p99),
             holds(pool.alloc.p50 <= 50, "pool allocate p50 <= 50 ns"),
-        ),
+        ).at("Why Custom Allocators (\"~10-50ns per allocation\")"),
         Claim::new(
             "malloc-100-500ns",
             "malloc/new takes about 100-500 ns per allocation",
@@ -34,14 +34,14 @@ pub fn claims(o: &Outcome, cfg: &Config) -> Vec<Claim> {
                 (100..=500).contains(&malloc.alloc.p50),
                 "malloc allocate p50 within 100-500 ns (glibc's thread cache serves 32-byte blocks in a few ns on a warm heap)",
             ),
-        ),
+        ).at("Why Custom Allocators; Lessons Learned 1"),
         Claim::new(
             "arena-beats-malloc",
             "An arena is faster than malloc for batches that are freed together",
             "speedup printed, no figure given",
             format!("{arena_x:.2}x ({:.2} vs {:.2} ms)", o.arena_ms.1, o.arena_ms.0),
             holds(arena_x > 1.0, "malloc time / arena time > 1"),
-        ),
+        ).at("Arena Allocator (its benchmark)"),
         Claim::new(
             "pool-10-20x",
             "Pool allocators are 10-20x faster than malloc for objects",
@@ -52,41 +52,47 @@ pub fn claims(o: &Outcome, cfg: &Config) -> Vec<Claim> {
                 cfg.orders_typed
             ),
             holds(warm_x >= 10.0, "Box time / warm pool time >= 10"),
-        ),
+        ).at("Pool Allocator; Lessons Learned 2"),
         Claim::new(
             "lock-free-for-mt",
             format!("Lock-free is essential for many threads: the lock-free pool beats a locked one ({} threads here)", cfg.threads),
             "locks caused 200 us+ outliers",
             format!("lock_free {lf:.2} ms, locked {locked:.2} ms, thread_cached {tc:.2} ms, malloc {mal:.2} ms"),
             holds(lf < locked, "lock_free wall time < locked wall time"),
-        ),
+        ).at("Lock-Free Allocator; Lessons Learned 4"),
     ];
     if let (Some(mm), Some(a)) = (o.mem(Holder::Malloc), o.mem(Holder::Arena)) {
         let less = 1.0 - a.resident as f64 / mm.resident as f64;
-        v.push(Claim::new(
-            "arena-26pct-less-memory",
-            "An arena needs 26% less memory than malloc for 1M ticks",
-            "105 vs 142 MB; overhead 5% vs 42%",
-            format!(
-                "{:.1} vs {:.1} MiB ({:.0}% less); overhead {:.0}% vs {:.0}%",
-                mib(a.resident),
-                mib(mm.resident),
-                less * 100.0,
-                a.overhead() * 100.0,
-                mm.overhead() * 100.0
-            ),
-            holds(less >= 0.26, "arena resident <= 0.74 x malloc resident"),
-        ));
+        v.push(
+            Claim::new(
+                "arena-26pct-less-memory",
+                "An arena needs 26% less memory than malloc for 1M ticks",
+                "105 vs 142 MB; overhead 5% vs 42%",
+                format!(
+                    "{:.1} vs {:.1} MiB ({:.0}% less); overhead {:.0}% vs {:.0}%",
+                    mib(a.resident),
+                    mib(mm.resident),
+                    less * 100.0,
+                    a.overhead() * 100.0,
+                    mm.overhead() * 100.0
+                ),
+                holds(less >= 0.26, "arena resident <= 0.74 x malloc resident"),
+            )
+            .at("Production Metrics, Memory Efficiency"),
+        );
     }
     let med = ratio(m.latency.p50, p.latency.p50);
     let thr = p.orders_per_s / m.orders_per_s;
-    v.push(Claim::new(
-        "orders-median-5.9x",
-        "Order processing: the pool makes the median 5.9x faster",
-        "8.2 -> 1.4 us (5.9x)",
-        format!("{} -> {} ns ({med:.2}x)", m.latency.p50, p.latency.p50),
-        near(med, 5.9),
-    ));
+    v.push(
+        Claim::new(
+            "orders-median-5.9x",
+            "Order processing: the pool makes the median 5.9x faster",
+            "8.2 -> 1.4 us (5.9x)",
+            format!("{} -> {} ns ({med:.2}x)", m.latency.p50, p.latency.p50),
+            near(med, 5.9),
+        )
+        .at("Production Metrics, Performance Improvements"),
+    );
     v.push(Claim::new(
         "orders-tail",
         "Order processing: p99 16.2x and p99.9 217x faster with the pool (jitter eliminated)",
@@ -104,19 +110,22 @@ pub fn claims(o: &Outcome, cfg: &Config) -> Vec<Claim> {
             p.latency.p99 <= m.latency.p99 && p.latency.p999 <= m.latency.p999,
             "pool p99 and p99.9 no higher than malloc's (the document's ratios come from a whole trading system, ours from the allocation step alone)",
         ),
-    ));
-    v.push(Claim::new(
-        "orders-throughput-5.7x",
-        "Order processing throughput is 5.7x higher with the pool",
-        "420k -> 2.4M orders/s (5.7x)",
-        format!(
-            "{:.0} -> {:.0} orders/s ({thr:.2}x)",
-            m.orders_per_s, p.orders_per_s
-        ),
-        near(thr, 5.7),
-    ));
+    ).at("Production Metrics, Performance Improvements"));
+    v.push(
+        Claim::new(
+            "orders-throughput-5.7x",
+            "Order processing throughput is 5.7x higher with the pool",
+            "420k -> 2.4M orders/s (5.7x)",
+            format!(
+                "{:.0} -> {:.0} orders/s ({thr:.2}x)",
+                m.orders_per_s, p.orders_per_s
+            ),
+            near(thr, 5.7),
+        )
+        .at("Production Metrics, Performance Improvements"),
+    );
     let nm = &o.numa;
-    v.push(match (nm.remote_gbps, nm.remote_cpu) {
+    let numa = match (nm.remote_gbps, nm.remote_cpu) {
         (Some(r), Some(_)) => Claim::new(
             "numa-2.5x",
             "Remote NUMA memory is 2.5x slower",
@@ -147,7 +156,8 @@ pub fn claims(o: &Outcome, cfg: &Config) -> Vec<Claim> {
                 ),
             ),
         ),
-    });
+    };
+    v.push(numa.at("NUMA-Aware Allocation; Lessons Learned 5"));
     v.push(Claim::new(
         "cache-2.1x",
         "The pool has 2.1x fewer L1 misses than malloc (100k allocations)",
@@ -157,6 +167,6 @@ pub fn claims(o: &Outcome, cfg: &Config) -> Vec<Claim> {
             Verdict::NotMeasurableHere,
             "no hardware performance counters on this machine (a KVM guest without a vPMU): not measurable here".into(),
         ),
-    ));
+    ).at("Production Metrics, Cache Performance"));
     v
 }

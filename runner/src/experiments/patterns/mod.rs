@@ -1,4 +1,4 @@
-//! `runner patterns`: the allocator-patterns document (seeds/003). Its sections,
+//! `runner patterns`: the allocator-patterns document (document 003). Its sections,
 //! each against malloc: a bump arena for batches of ticks, a typed pool for orders,
 //! one pool shared by many threads (the document's lock-free pool, ABA-safe here,
 //! with per-thread caches and a mutex beside it), resident memory of a million
@@ -13,14 +13,18 @@ mod work;
 
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
-use crate::lab::session::{Output, Plan, Session};
+use crate::lab::schema::Document;
+use crate::lab::session::{Plan, Session};
 use crate::lab::topology::Topology;
 use crate::lab::{rotate, stop};
 
 pub use args::{config, Config, PatternsArgs};
 
 /// The source document.
-pub const DOCUMENT: &str = "seeds/003_2c72cf52cff595ec.txt";
+pub const DOCUMENT: Document = Document {
+    file: "003_2c72cf52cff595ec.txt",
+    title: "Custom Memory Allocators for Trading Systems",
+};
 
 /// `runner patterns`.
 pub struct Patterns;
@@ -28,9 +32,10 @@ pub struct Patterns;
 impl Experiment for Patterns {
     type Args = PatternsArgs;
     type Config = Config;
+    type Outcome = report::Outcome;
     const NAME: &'static str = "patterns";
-    const DOCUMENT: &'static str = DOCUMENT;
-    const ABOUT: &'static str = "Arena, typed pool, shared pool, memory, profiler, NUMA and order processing vs malloc (seeds/003)";
+    const DOCUMENT: Document = DOCUMENT;
+    const ABOUT: &'static str = "Arena, typed pool, shared pool, memory, profiler, NUMA and order processing vs malloc (document 003)";
     const RUNS: &'static str = "5";
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts)";
     const A_RUN: &'static str = "every timed part once per contender, contenders alternated; the first run is dropped and the median of the rest reported";
@@ -43,9 +48,9 @@ impl Experiment for Patterns {
         Plan::alike_threads(c.out.clone(), &c.pins, note, c.noise_seconds)
     }
 
-    fn run(cfg: &Config, session: &mut Session) -> Result<Output> {
+    fn run(cfg: &Config, session: &mut Session) -> Result<report::Outcome> {
         let timer = session.clock.timer();
-        let r = cfg.repeats;
+        let r = cfg.runs;
         let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1;
         let bar = session.progress(steps as u64)?;
         let check = stop::check;
@@ -110,7 +115,7 @@ impl Experiment for Patterns {
         let numa = once::numa_access(cfg, timer, &cfg.allowed)?;
         bar.inc(1);
         bar.finish_and_clear();
-        let outcome = report::Outcome::new(
+        Ok(report::Outcome::new(
             &session.clock,
             memory,
             arena,
@@ -119,13 +124,6 @@ impl Experiment for Patterns {
             processed,
             profile,
             numa,
-        );
-        session.probe_after()?;
-        Ok(Output {
-            sections: report::sections(&outcome, cfg),
-            claims: claims::claims(&outcome, cfg),
-            json: report::json_fields(&outcome, cfg)?,
-            files: report::charts(&outcome, cfg)?,
-        })
+        ))
     }
 }

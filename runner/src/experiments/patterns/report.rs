@@ -1,13 +1,17 @@
 //! `runner patterns`'s outputs: one table per section of document 003, the claims,
-//! the results JSON and the charts.
+//! the contenders of the results JSON and the charts.
 
 use super::once::{Holder, Memory, NumaOutcome};
 use super::work::{Processed, Shared, TypedSample};
 use super::Config;
 use crate::lab::chart;
-use crate::lab::error::{Error, Result};
+use crate::lab::claims::Claim;
+use crate::lab::error::Result;
+use crate::lab::experiment::Report;
 use crate::lab::measure::median_or_nan as median;
+use crate::lab::noise::Probes;
 use crate::lab::results::Outputs;
+use crate::lab::schema::{Better, Unit, Variant};
 use handoff_clock::Clock;
 use handoff_stats::profile::AllocReport;
 use handoff_stats::{Latency, Percentiles};
@@ -38,6 +42,9 @@ pub struct Outcome {
     pub(super) profile: (AllocReport, AllocReport),
     pub(super) numa: NumaOutcome,
     pub(super) read_cost_ns: f64,
+    /// Each kept run's ms, by figure (`arena/malloc`, ...), for the results' per-run
+    /// values.
+    runs_ms: Vec<(&'static str, &'static str, Vec<f64>)>,
 }
 
 impl Outcome {
@@ -69,7 +76,30 @@ impl Outcome {
             }
         };
         let cost = clock.read_cost();
+        let mut runs_ms: Vec<(&'static str, &'static str, Vec<f64>)> = vec![
+            ("arena", "malloc", arena.iter().map(|a| ms(a.0)).collect()),
+            ("arena", "arena", arena.iter().map(|a| ms(a.1)).collect()),
+            (
+                "typed_pool",
+                "box",
+                typed.iter().map(|t| ms(t.boxed)).collect(),
+            ),
+            (
+                "typed_pool",
+                "pool_fresh",
+                typed.iter().map(|t| ms(t.pool_fresh)).collect(),
+            ),
+            (
+                "typed_pool",
+                "pool_warm",
+                typed.iter().map(|t| ms(t.pool_warm)).collect(),
+            ),
+        ];
+        for (w, v) in Shared::ALL.iter().zip(&shared) {
+            runs_ms.push(("many_threads", w.name(), v.iter().map(|&t| ms(t)).collect()));
+        }
         Outcome {
+            runs_ms,
             memory,
             arena_ms: (
                 median(arena.iter().map(|a| ms(a.0))),
@@ -110,8 +140,8 @@ pub(super) fn mib(b: u64) -> f64 {
 }
 
 /// The printed tables.
-pub fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
-    let kept = cfg.repeats - 1;
+fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
+    let kept = cfg.runs - 1;
     let mut v = Vec::new();
 
     let mut s = String::new();
@@ -288,57 +318,102 @@ pub(super) fn ratio(a: u64, b: u64) -> f64 {
     a as f64 / b.max(1) as f64
 }
 
-/// The experiment's JSON fields.
-pub fn json_fields(o: &Outcome, cfg: &Config) -> Result<Map<String, Value>> {
-    let mut m = Map::new();
-    m.insert("config".into(), to_value(cfg)?);
-    let memory: Map<String, Value> = o
-        .memory
-        .iter()
-        .map(|(h, mem)| {
-            (
-                h.name().to_string(),
-                json!({ "requested_bytes": mem.requested, "resident_bytes": mem.resident, "overhead": mem.overhead() }),
-            )
-        })
-        .collect();
-    m.insert("memory".into(), Value::Object(memory));
-    m.insert(
-        "ms".into(),
-        json!({
-            "arena": { "malloc": o.arena_ms.0, "arena": o.arena_ms.1 },
-            "typed_pool": { "box": o.typed_ms.0, "pool_fresh": o.typed_ms.1, "pool_warm": o.typed_ms.2 },
-            "many_threads": o.shared_ms.iter().map(|(w, t)| (w.name().to_string(), json!(t))).collect::<Map<_, _>>(),
-        }),
-    );
-    m.insert(
-        "ratios".into(),
-        json!({
-            "arena_speedup": o.arena_ms.0 / o.arena_ms.1,
-            "box_over_warm_pool": o.typed_ms.0 / o.typed_ms.2,
-            "box_over_fresh_pool": o.typed_ms.0 / o.typed_ms.1,
-            "orders_p50_malloc_over_pool": ratio(o.orders.0.latency.p50, o.orders.1.latency.p50),
-            "orders_throughput_pool_over_malloc": o.orders.1.orders_per_s / o.orders.0.orders_per_s,
-        }),
-    );
-    m.insert(
-        "profiler_ns".into(),
-        json!({ "pool": o.profile.0, "malloc": o.profile.1, "clock_read_ns": o.read_cost_ns }),
-    );
-    m.insert(
-        "order_processing".into(),
-        json!({ "malloc": o.orders.0, "pool": o.orders.1 }),
-    );
-    m.insert("numa".into(), to_value(&o.numa)?);
-    Ok(m)
-}
+/// The printed tables, the claims, every contender of every part (`mode` names the
+/// document's section), the profiler's and the NUMA probe's data, the charts.
+impl Report<Config> for Outcome {
+    fn sections(&self, cfg: &Config) -> Vec<String> {
+        sections(self, cfg)
+    }
 
-fn to_value<T: Serialize>(v: &T) -> Result<Value> {
-    serde_json::to_value(v).map_err(|e| Error::Run(e.to_string()))
+    fn claims(&self, cfg: &Config, _noise: Option<&Probes>) -> Vec<Claim> {
+        super::claims::claims(self, cfg)
+    }
+
+    fn variants(&self, _cfg: &Config) -> Vec<Variant> {
+        let mut out = Vec::new();
+        for (part, name, runs) in &self.runs_ms {
+            let mut v = Variant::new(name);
+            v.figure(
+                "ms",
+                Unit::Ms,
+                Better::Lower,
+                median(runs.iter().copied()),
+                runs.iter().copied(),
+            )
+            .set("mode", part);
+            out.push(v);
+        }
+        for (name, run) in [("malloc", &self.orders.0), ("pool", &self.orders.1)] {
+            let mut v = Variant::new(name);
+            for (key, x) in [
+                ("p50", run.latency.p50),
+                ("p99", run.latency.p99),
+                ("p99.9", run.latency.p999),
+            ] {
+                v.figure(key, Unit::Ns, Better::Lower, x as f64, []);
+            }
+            v.figure(
+                "orders_per_s",
+                Unit::OpsPerS,
+                Better::Higher,
+                run.orders_per_s,
+                [],
+            )
+            .set("mode", "orders")
+            .set("latency_ns", run.latency);
+            out.push(v);
+        }
+        for (h, mem) in &self.memory {
+            let mut v = Variant::new(h.name());
+            v.figure(
+                "resident",
+                Unit::Bytes,
+                Better::Lower,
+                mem.resident as f64,
+                [],
+            )
+            .figure(
+                "requested",
+                Unit::Bytes,
+                Better::Lower,
+                mem.requested as f64,
+                [],
+            )
+            .figure("overhead", Unit::Ratio, Better::Lower, mem.overhead(), [])
+            .set("mode", "memory");
+            out.push(v);
+        }
+        out
+    }
+
+    fn fields(&self, _cfg: &Config) -> Map<String, Value> {
+        let o = self;
+        let mut m = Map::new();
+        m.insert(
+            "ratios".into(),
+            json!({
+                "arena_speedup": o.arena_ms.0 / o.arena_ms.1,
+                "box_over_warm_pool": o.typed_ms.0 / o.typed_ms.2,
+                "box_over_fresh_pool": o.typed_ms.0 / o.typed_ms.1,
+                "orders_p50_malloc_over_pool": ratio(o.orders.0.latency.p50, o.orders.1.latency.p50),
+                "orders_throughput_pool_over_malloc": o.orders.1.orders_per_s / o.orders.0.orders_per_s,
+            }),
+        );
+        m.insert(
+            "profiler_ns".into(),
+            json!({ "pool": o.profile.0, "malloc": o.profile.1, "clock_read_ns": o.read_cost_ns }),
+        );
+        m.insert("numa".into(), json!(o.numa));
+        m
+    }
+
+    fn charts(&self, cfg: &Config) -> Result<Outputs> {
+        charts(self, cfg)
+    }
 }
 
 /// Bars: the typed-pool part, the multi-thread part, order-processing percentiles.
-pub fn charts(o: &Outcome, cfg: &Config) -> Result<Outputs> {
+fn charts(o: &Outcome, cfg: &Config) -> Result<Outputs> {
     let mut files = Outputs::new();
     let mut add = |name: &str, title: String, y: &str, bars: Vec<(String, f64)>| -> Result<()> {
         let bars: Vec<_> = bars.into_iter().filter(|b| b.1.is_finite()).collect();

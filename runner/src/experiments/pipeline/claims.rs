@@ -41,19 +41,22 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             "malloc 172 ns, freelist-return-queue 172 ns",
             format!("malloc {}, freelist-return-queue {}", fmt_ns(p(m, 0.5)), fmt_ns(p(f, 0.5))),
             holds(p(f, 0.5) <= p(m, 0.5) * 1.05, "freelist p50 within 5% of malloc's or below (merged histograms); absolute figures differ by machine"),
-        ));
-        v.push(Claim::new(
-            "freelist-tail",
-            "The freelist's tail: p99 220 ns, p99.9 312 ns",
-            "p99 220 ns, p99.9 312 ns",
-            format!(
-                "p99 {}, p99.9 {}{}",
-                fmt_ns(p(f, 0.99)),
-                fmt_ns(p(f, 0.999)),
-                floor_text
-            ),
-            tail_verdict(312.0, near(p(f, 0.999), 312.0)),
-        ));
+        ).at("Headline latency (CCDF): \"At the median, malloc and freelist tie at 172 ns\""));
+        v.push(
+            Claim::new(
+                "freelist-tail",
+                "The freelist's tail: p99 220 ns, p99.9 312 ns",
+                "p99 220 ns, p99.9 312 ns",
+                format!(
+                    "p99 {}, p99.9 {}{}",
+                    fmt_ns(p(f, 0.99)),
+                    fmt_ns(p(f, 0.999)),
+                    floor_text
+                ),
+                tail_verdict(312.0, near(p(f, 0.999), 312.0)),
+            )
+            .at("Headline latency (CCDF); Takeaway"),
+        );
         v.push(Claim::new(
             "malloc-tail-gap",
             "Malloc's tail stretches under background pressure: p99 296 / p99.9 392 ns, 1.35x / 1.26x the freelist",
@@ -67,7 +70,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 floor_text
             ),
             tail_verdict(392.0, holds(p(m, 0.99) > p(f, 0.99) && p(m, 0.999) > p(f, 0.999), "malloc above the freelist at both p99 and p99.9")),
-        ));
+        ).at("Headline latency (CCDF)"));
         v.push(Claim::new(
             "malloc-max",
             "Malloc's max is 46,710 ns against the pools' ~10,000-15,000 ns (one sample in 5 M: not robust)",
@@ -82,7 +85,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 Verdict::NotMeasurableHere,
                 "a single sample: on this VM the host's pauses (0.3-4 ms) set every variant's max".into(),
             ),
-        ));
+        ).at("Headline latency (CCDF): malloc's max"));
         if let Some(a) = h(Variant::ArenaBatchHandoff) {
             let wins = [0.5, 0.99, 0.999].iter().all(|&q| p(f, q) <= p(a, q));
             v.push(Claim::new(
@@ -95,22 +98,25 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                     fmt_ns(p(f, 0.5)), fmt_ns(p(f, 0.99)), fmt_ns(p(f, 0.999))
                 ),
                 holds(wins, "freelist <= arena at p50, p99 and p99.9 (merged histograms)"),
-            ));
-            v.push(Claim::new(
-                "pools-p50",
-                "(project acceptance) the pool variants' p50 is no worse than malloc's",
-                "(project target)",
-                format!(
-                    "malloc {}, freelist {}, arena {}",
-                    fmt_ns(p(m, 0.5)),
-                    fmt_ns(p(f, 0.5)),
-                    fmt_ns(p(a, 0.5))
-                ),
-                holds(
-                    p(f, 0.5) <= p(m, 0.5) && p(a, 0.5) <= p(m, 0.5),
-                    "both pools' merged p50 <= malloc's",
-                ),
-            ));
+            ).at("The bump-pointer that doesn't win"));
+            v.push(
+                Claim::new(
+                    "pools-p50",
+                    "(project acceptance) the pool variants' p50 is no worse than malloc's",
+                    "(project target)",
+                    format!(
+                        "malloc {}, freelist {}, arena {}",
+                        fmt_ns(p(m, 0.5)),
+                        fmt_ns(p(f, 0.5)),
+                        fmt_ns(p(a, 0.5))
+                    ),
+                    holds(
+                        p(f, 0.5) <= p(m, 0.5) && p(a, 0.5) <= p(m, 0.5),
+                        "both pools' merged p50 <= malloc's",
+                    ),
+                )
+                .at("Headline latency (CCDF) (project target for the Rust pools)"),
+            );
         }
         if let Some(mi) = h(Variant::Mimalloc) {
             v.push(Claim::new(
@@ -124,7 +130,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                     fmt_ns(p(f, 0.5)), fmt_ns(p(f, 0.99)), fmt_ns(p(f, 0.999))
                 ),
                 holds(p(mi, 0.5) <= p(m, 0.5), "answered here: mimalloc's merged p50 at or below malloc's"),
-            ));
+            ).at("What this doesn't show: no jemalloc / mimalloc / tcmalloc comparison"));
         }
     }
     let sweep = |x| out.sweep_of(x);
@@ -134,22 +140,25 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
         let (lo, hi) = vals
             .iter()
             .fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
-        v.push(Claim::new(
-            "arena-flat",
-            "The arena's p99.9 is flat at 344 ns across all nine pressure points",
-            "344 ns at every point",
-            format!(
-                "{} to {} ({:.2}x spread){}",
-                fmt_ns(lo),
-                fmt_ns(hi),
-                hi / lo.max(1.0),
-                floor_text
-            ),
-            tail_verdict(
-                344.0,
-                holds(hi <= lo * 1.1, "max / min of the nine p99.9s within 1.1x"),
-            ),
-        ));
+        v.push(
+            Claim::new(
+                "arena-flat",
+                "The arena's p99.9 is flat at 344 ns across all nine pressure points",
+                "344 ns at every point",
+                format!(
+                    "{} to {} ({:.2}x spread){}",
+                    fmt_ns(lo),
+                    fmt_ns(hi),
+                    hi / lo.max(1.0),
+                    floor_text
+                ),
+                tail_verdict(
+                    344.0,
+                    holds(hi <= lo * 1.1, "max / min of the nine p99.9s within 1.1x"),
+                ),
+            )
+            .at("Background pressure sweep: \"Arena is flat\""),
+        );
     }
     let malloc = sweep(Variant::Malloc);
     if malloc.len() > 1 {
@@ -173,29 +182,32 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                     floor_text
                 ),
                 tail_verdict(424.0, holds(at > 1e5 && at < 1e7 && p(peak, 0.999) > last, "the peak lies inside the sweep and above the 10 M/s point")),
-            ));
+            ).at("Background pressure sweep: \"Malloc is non-monotonic\""));
         }
     }
-    v.push(Claim::new(
-        "cross-l3",
-        "Across CCXs malloc's p99.9 is 2.44x the pools' (1760 vs 720 ns)",
-        "2.44x at p99.9, p50 floor 408 ns",
-        if cfg.cross_l3 {
-            "see the headline table (run with --cross-l3)".into()
-        } else {
-            "not run: the producer and consumer shared an L3 group".to_string()
-        },
-        if cfg.cross_l3 {
-            (
-                Verdict::NotMeasured,
-                "read the headline table of this --cross-l3 run".into(),
-            )
-        } else {
-            (
-                Verdict::NotMeasurableHere,
-                "needs --cross-l3 on a machine with more than one L3 group".into(),
-            )
-        },
-    ));
+    v.push(
+        Claim::new(
+            "cross-l3",
+            "Across CCXs malloc's p99.9 is 2.44x the pools' (1760 vs 720 ns)",
+            "2.44x at p99.9, p50 floor 408 ns",
+            if cfg.cross_l3 {
+                "see the headline table (run with --cross-l3)".into()
+            } else {
+                "not run: the producer and consumer shared an L3 group".to_string()
+            },
+            if cfg.cross_l3 {
+                (
+                    Verdict::NotMeasured,
+                    "read the headline table of this --cross-l3 run".into(),
+                )
+            } else {
+                (
+                    Verdict::NotMeasurableHere,
+                    "needs --cross-l3 on a machine with more than one L3 group".into(),
+                )
+            },
+        )
+        .at("Cross-CCX side note"),
+    );
     v
 }

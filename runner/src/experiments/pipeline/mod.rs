@@ -1,4 +1,4 @@
-//! `runner pipeline`: the cross-thread Order pipeline document (seeds/000). A producer
+//! `runner pipeline`: the cross-thread Order pipeline document (document 000). A producer
 //! allocates 64-byte Orders and hands them through a `handoff_spsc` ring to a consumer
 //! that runs a risk check and frees them, beside a background heap thread. Four
 //! allocation strategies, interleaved run by run: paced at 1 MHz (headline), swept over
@@ -16,14 +16,16 @@ mod child;
 pub use args::{config, PipelineArgs};
 
 use crate::lab::child::Task;
-use crate::lab::error::{Error, Result};
+use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
 use crate::lab::fmt;
 use crate::lab::harness::{self, Role};
 pub use crate::lab::measure::Mode;
 use crate::lab::measure::{self, Measured};
 use crate::lab::pacer;
-use crate::lab::session::{Output, Plan, Session};
+use crate::lab::rotate;
+use crate::lab::schema::Document;
+use crate::lab::session::{Plan, Session};
 use crate::lab::stop;
 use crate::lab::topology::Topology;
 use handoff_clock::Clock;
@@ -32,7 +34,10 @@ use serde::Serialize;
 use work::{run_once, RunSpec, Variant};
 
 /// The source document.
-pub const DOCUMENT: &str = "seeds/000_37425f930bda1a6c.txt";
+pub const DOCUMENT: Document = Document {
+    file: "000_37425f930bda1a6c.txt",
+    title: "Allocators: cross-thread order pipeline",
+};
 
 /// The risk check's velocity window.
 const WINDOW_NS: u64 = 1_000_000;
@@ -43,9 +48,10 @@ pub struct Pipeline;
 impl Experiment for Pipeline {
     type Args = PipelineArgs;
     type Config = Config;
+    type Outcome = Outcome;
     const NAME: &'static str = "pipeline";
-    const DOCUMENT: &'static str = DOCUMENT;
-    const ABOUT: &'static str = "Cross-thread Order pipeline: malloc vs return-queue pool vs rotating arena vs mimalloc, under background heap pressure (seeds/000); with no mode named, runs all three";
+    const DOCUMENT: Document = DOCUMENT;
+    const ABOUT: &'static str = "Cross-thread Order pipeline: malloc vs return-queue pool vs rotating arena vs mimalloc, under background heap pressure (document 000); with no mode named, runs all three";
     const RUNS: &'static str = "5";
     const ROLES: &'static str = "producer, consumer, background[, more background]";
     const A_RUN: &'static str = "one pass of --items orders per variant in the headline and throughput modes (histograms merged); the sweep runs once per point";
@@ -67,7 +73,7 @@ impl Experiment for Pipeline {
         }
     }
 
-    fn run(cfg: &Config, session: &mut Session) -> Result<Output> {
+    fn run(cfg: &Config, session: &mut Session) -> Result<Outcome> {
         let clock = session.clock.clone();
         let (rounds, check_ns) = calibrate(cfg, &clock)?;
         println!(
@@ -78,21 +84,10 @@ impl Experiment for Pipeline {
             cfg.work_ns
         );
         let bar = session.progress(0)?;
-        let outcome = execute(cfg, &clock, rounds, &bar);
-        bar.finish_and_clear();
-        let mut outcome = outcome?;
-        if outcome.interrupted {
-            return Err(Error::Interrupted);
-        }
+        let mut outcome = execute(cfg, &clock, rounds, &bar)?;
         outcome.risk_rounds = rounds;
         outcome.check_ns = check_ns;
-        let noise = session.probe_after()?;
-        Ok(Output {
-            sections: report::sections(&outcome, cfg),
-            claims: claims::claims(&outcome, cfg, noise),
-            json: report::json_fields(&outcome, cfg)?,
-            files: report::charts(&outcome, cfg)?,
-        })
+        Ok(outcome)
     }
 }
 
@@ -146,6 +141,13 @@ fn ser_variants<S: serde::Serializer>(v: &[Variant], s: S) -> Result<S::Ok, S::E
 }
 
 impl Config {
+    /// The cores of `n` background threads: the pins after the producer's and the
+    /// consumer's, cycled.
+    pub fn background_cores(&self, n: usize) -> Vec<usize> {
+        let bg = &self.pins[2..];
+        (0..n).map(|i| bg[i % bg.len()]).collect()
+    }
+
     /// The sweep's background rates: none, then eight log-spaced from 100 k/s to 10 M/s.
     pub fn sweep_points() -> Vec<Option<f64>> {
         std::iter::once(None)
@@ -219,8 +221,6 @@ impl Cell {
 pub struct Outcome {
     /// Cells, in plan order.
     pub cells: Vec<Cell>,
-    /// Set when Ctrl-C stopped the experiment.
-    pub interrupted: bool,
     /// The calibrated risk-check setting.
     pub risk_rounds: u32,
     /// Its measured cost, ns per order.
@@ -244,7 +244,9 @@ impl Outcome {
     }
 }
 
-/// Runs every requested mode; one offered load's variants interleave run by run.
+/// Runs every requested mode: one cell per (mode, background rate, variant); the cells
+/// of one background rate alternate run by run (`lab::rotate::groups`). The sweep runs
+/// each point once.
 pub fn execute(
     cfg: &Config,
     clock: &Clock,
@@ -252,87 +254,67 @@ pub fn execute(
     progress: &indicatif::ProgressBar,
 ) -> Result<Outcome> {
     let mut out = Outcome::default();
-    let mut groups: Vec<(Mode, Option<f64>, usize, usize)> = Vec::new();
     for &mode in &cfg.modes {
-        match mode {
+        let points: Vec<(Option<f64>, usize)> = match mode {
             Mode::Headline | Mode::Throughput => {
-                let bg = (cfg.bg_threads > 0).then_some(cfg.bg_rate_hz);
-                groups.push((mode, bg, cfg.bg_threads, cfg.runs));
+                vec![(
+                    (cfg.bg_threads > 0).then_some(cfg.bg_rate_hz),
+                    cfg.bg_threads,
+                )]
             }
-            Mode::Sweep => {
-                for bg in Config::sweep_points() {
-                    groups.push((
-                        mode,
-                        bg,
-                        usize::from(bg.is_some()) * cfg.bg_threads.max(1),
-                        1,
-                    ));
-                }
+            Mode::Sweep => Config::sweep_points()
+                .into_iter()
+                .map(|bg| (bg, usize::from(bg.is_some()) * cfg.bg_threads.max(1)))
+                .collect(),
+        };
+        let offered = (mode != Mode::Throughput).then_some(cfg.rate_hz);
+        for (bg, bg_threads) in points {
+            for &v in &cfg.variants {
+                out.cells.push(Cell {
+                    mode,
+                    variant: v,
+                    bg_rate_hz: bg,
+                    bg_threads,
+                    measured: Measured::new(offered, cfg.items),
+                    alloc_ns: Latency::new(),
+                    service_ns: Latency::new(),
+                    bg_achieved: Vec::new(),
+                    exhausted: 0,
+                });
             }
         }
     }
-    let steps: usize = groups.iter().map(|g| g.3 * cfg.variants.len()).sum();
-    progress.set_length(steps as u64);
+    let plan = rotate::group_by(
+        &out.cells,
+        |c| (c.mode, c.bg_rate_hz.map(f64::to_bits)),
+        |_| true,
+        |c| if c.mode == Mode::Sweep { 1 } else { cfg.runs },
+    );
+    let label = |c: &Cell| {
+        let bg = c
+            .bg_rate_hz
+            .map(|r| format!(", background {}", fmt::ops(r)));
+        let bg = bg.unwrap_or_else(|| ", no background".into());
+        format!("{} {}{bg}", c.mode.name(), c.variant.name())
+    };
     let timer = clock.timer();
-    for (mode, bg, bg_threads, runs) in groups {
-        let first = out.cells.len();
-        let offered = (mode != Mode::Throughput).then_some(cfg.rate_hz);
-        for &v in &cfg.variants {
-            out.cells.push(Cell {
-                mode,
-                variant: v,
-                bg_rate_hz: bg,
-                bg_threads,
-                measured: Measured::new(offered, cfg.items),
-                alloc_ns: Latency::new(),
-                service_ns: Latency::new(),
-                bg_achieved: Vec::new(),
-                exhausted: 0,
-            });
-        }
+    rotate::groups(progress, &mut out.cells, &plan, label, |cell| {
         let spec = RunSpec {
             items: cfg.items,
             capacity: cfg.capacity,
-            rate_hz: offered,
+            rate_hz: cell.offered_hz,
             timer,
             producer_cpu: cfg.pins[0],
             consumer_cpu: cfg.pins[1],
-            bg_cpus: (0..bg_threads)
-                .map(|i| cfg.pins[2 + i % (cfg.pins.len() - 2).max(1)])
-                .collect(),
-            bg_rate_hz: bg.unwrap_or(1.0),
+            bg_cpus: cfg.background_cores(cell.bg_threads),
+            bg_rate_hz: cell.bg_rate_hz.unwrap_or(1.0),
             bg_shares_core: cfg.bg_shares_core,
             risk_rounds: rounds,
             window_ticks: clock.ns_to_ticks(WINDOW_NS),
         };
-        for _run in 0..runs {
-            for cell in &mut out.cells[first..] {
-                if stop::requested() {
-                    out.interrupted = true;
-                    return Ok(out);
-                }
-                progress.set_message(format!(
-                    "{} {}{}",
-                    mode.name(),
-                    cell.variant.name(),
-                    bg.map(|r| format!(", background {}", fmt::ops(r)))
-                        .unwrap_or_else(|| ", no background".into())
-                ));
-                let raw = match run_once(cell.variant, &spec, stop::flag()) {
-                    Err(Error::Interrupted) => {
-                        out.interrupted = true;
-                        return Ok(out);
-                    }
-                    r => r?,
-                };
-                if stop::requested() {
-                    out.interrupted = true;
-                    return Ok(out);
-                }
-                cell.add(&raw, clock)?;
-                progress.inc(1);
-            }
-        }
-    }
+        let raw = run_once(cell.variant, &spec, stop::flag())?;
+        stop::check()?;
+        cell.add(&raw, clock)
+    })?;
     Ok(out)
 }

@@ -1,12 +1,16 @@
-//! The pipeline's outputs: the stdout tables, the results JSON (DESIGN.md's field
-//! names) and the SVG charts.
+//! The pipeline's outputs: the stdout tables, its contenders and sweeps for the results
+//! JSON (`lab::schema`) and the SVG charts.
 
 use super::{Cell, Config, Mode, Outcome};
 use crate::lab::chart::{self, Series};
+use crate::lab::claims::Claim;
 use crate::lab::error::Result;
+use crate::lab::experiment::Report;
 use crate::lab::fmt::{self, ns as fmt_ns};
 use crate::lab::measure::{self, Measured};
+use crate::lab::noise::Probes;
 use crate::lab::results::Outputs;
+use crate::lab::schema::{Better, Sweep, Unit, Variant};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
@@ -50,7 +54,7 @@ fn costs(cells: &[&Cell]) -> String {
 }
 
 /// Every table, in mode order.
-pub fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
+fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
     let mut v = Vec::new();
     for &mode in &cfg.modes {
         match mode {
@@ -123,70 +127,85 @@ fn sweep_table(out: &Outcome, cfg: &Config) -> String {
     s
 }
 
-fn cell_json(c: &Cell) -> Value {
-    let mut m = Map::new();
-    m.insert("name".into(), c.variant.name().into());
-    m.insert("mode".into(), c.mode.name().into());
-    m.extend(c.measured.json());
-    m.insert("alloc_ns".into(), json!(c.alloc_ns.percentiles()));
-    m.insert(
-        "check_and_free_ns".into(),
-        json!(c.service_ns.percentiles()),
-    );
-    m.insert("bg_rate_ops_per_s".into(), json!(c.bg_rate_hz));
-    m.insert("bg_threads".into(), json!(c.bg_threads));
-    m.insert("bg_achieved_ops_per_s".into(), json!(c.bg_achieved_hz()));
-    m.insert("pool_exhausted".into(), json!(c.exhausted));
-    Value::Object(m)
-}
-
-/// The pipeline's own fields of the results JSON (the lab adds the rest).
-pub fn json_fields(out: &Outcome, cfg: &Config) -> Result<Map<String, Value>> {
-    let mut m = Map::new();
-    let mut config = serde_json::to_value(cfg)?;
-    if let Value::Object(c) = &mut config {
-        c.insert("risk_check_rounds".into(), json!(out.risk_rounds));
-        c.insert("risk_check_ns".into(), json!(out.check_ns));
-        c.insert(
-            "order_bytes".into(),
-            json!(std::mem::size_of::<super::order::Order>()),
-        );
+/// The tables, the claims, the headline and throughput cells as the contenders (one
+/// entry per variant and mode, with the allocation and check+free costs), the
+/// background sweeps, the risk-check calibration and the charts.
+impl Report<Config> for Outcome {
+    fn sections(&self, cfg: &Config) -> Vec<String> {
+        sections(self, cfg)
     }
-    m.insert("config".into(), config);
-    let variants: Vec<Value> = out
-        .cells
-        .iter()
-        .filter(|c| c.mode != Mode::Sweep)
-        .map(cell_json)
-        .collect();
-    m.insert("variants".into(), variants.into());
-    let sweeps: Vec<Value> = cfg
-        .variants
-        .iter()
-        .filter_map(|&v| {
-            let cells = out.sweep_of(v);
-            (!cells.is_empty()).then(|| {
-                let points: Vec<Value> = cells
-                    .iter()
-                    .map(|c| {
-                        let mut p = c.sweep_point(c.bg_rate_hz);
-                        if let Value::Object(o) = &mut p {
-                            o.insert("bg_achieved_ops_per_s".into(), json!(c.bg_achieved_hz()));
-                        }
-                        p
-                    })
-                    .collect();
-                json!({ "name": "background", "variant": v.name(), "x": "bg_rate_ops_per_s",
-                        "x_null_means": "no background thread", "unit": "ns", "points": points })
+
+    fn claims(&self, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
+        super::claims::claims(self, cfg, noise)
+    }
+
+    fn variants(&self, _cfg: &Config) -> Vec<Variant> {
+        self.cells
+            .iter()
+            .filter(|c| c.mode != Mode::Sweep)
+            .map(|c| {
+                let mut v = c.measured.variant(c.variant.name());
+                let (a, sv) = (c.alloc_ns.percentiles(), c.service_ns.percentiles());
+                v.figure("alloc_p50", Unit::Ns, Better::Lower, a.p50 as f64, [])
+                    .figure("check_free_p50", Unit::Ns, Better::Lower, sv.p50 as f64, [])
+                    .set("mode", c.mode.name())
+                    .set("alloc_ns", a)
+                    .set("check_and_free_ns", sv)
+                    .set("bg_rate_ops_per_s", c.bg_rate_hz)
+                    .set("bg_threads", c.bg_threads)
+                    .set("bg_achieved_ops_per_s", c.bg_achieved_hz())
+                    .set("pool_exhausted", c.exhausted);
+                v
             })
-        })
-        .collect();
-    m.insert("sweeps".into(), sweeps.into());
-    Ok(m)
+            .collect()
+    }
+
+    fn sweeps(&self, cfg: &Config) -> Vec<Sweep> {
+        cfg.variants
+            .iter()
+            .filter_map(|&v| {
+                let cells = self.sweep_of(v);
+                (!cells.is_empty()).then(|| Sweep {
+                    name: "background",
+                    variant: v.name().into(),
+                    x: "bg_rate_ops_per_s",
+                    x_unit: Unit::OpsPerS.as_str(),
+                    unit: Unit::Ns.as_str(),
+                    points: cells
+                        .iter()
+                        .map(|c| {
+                            // x 0: no background thread at all.
+                            let mut p = c.sweep_point(Some(c.bg_rate_hz.unwrap_or(0.0)));
+                            p["background"] = c.bg_rate_hz.is_some().into();
+                            p["bg_achieved_ops_per_s"] = json!(c.bg_achieved_hz());
+                            p
+                        })
+                        .collect(),
+                })
+            })
+            .collect()
+    }
+
+    fn fields(&self, _cfg: &Config) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert(
+            "risk_check".into(),
+            json!({
+                "rounds": self.risk_rounds,
+                "ns": self.check_ns,
+                "order_bytes": std::mem::size_of::<super::order::Order>(),
+            }),
+        );
+        m
+    }
+
+    fn charts(&self, cfg: &Config) -> Result<Outputs> {
+        charts(self, cfg)
+    }
 }
 
 /// Every chart of the modes that ran.
-pub fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
+fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
     let dir = &cfg.out;
     let mut files = Outputs::new();
     let headline: Vec<(&str, &Measured)> = out

@@ -32,9 +32,9 @@ pub struct PoolArgs {
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Config {
     /// Operations per scenario and repeat (per thread when concurrent).
-    pub iterations: usize,
+    pub items: usize,
     /// Repeats, the first dropped.
-    pub repeats: usize,
+    pub runs: usize,
     /// Threads of the concurrent scenario.
     pub threads: usize,
     /// One core per thread (cycled when there are more threads than cores).
@@ -47,8 +47,8 @@ pub struct Config {
 
 /// Validates `runner pool` arguments against the machine. Every error is one line.
 pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
-    let iterations = flags::count_in("items", a.items, 1, 1 << 28, "item")?;
-    let repeats = a.common.runs(2, 1000)?;
+    let items = flags::count_in("items", a.items, 1, 1 << 28, "item")?;
+    let runs = a.common.runs(2, 1000)?;
     let noise_seconds = a.common.noise_seconds()?;
     let cores = topo.allowed.len().max(1);
     let mut doc_note = None;
@@ -72,8 +72,8 @@ pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)>
     let note = (!notes.is_empty()).then(|| notes.join("; "));
     Ok((
         Config {
-            iterations,
-            repeats,
+            items,
+            runs,
             threads,
             pins,
             out: a.common.out.clone(),
@@ -96,7 +96,7 @@ mod tests {
     #[test]
     fn defaults_follow_the_document_and_adapt_to_two_cores() {
         let (c, note) = config_of(&[]).unwrap();
-        assert_eq!((c.iterations, c.repeats), (1_000_000, 10));
+        assert_eq!((c.items, c.runs), (1_000_000, 10));
         assert_eq!(c.threads, 2);
         assert_eq!(c.pins, vec![0, 1]);
         assert!(note.unwrap().contains("document 001 ran 4 threads"));

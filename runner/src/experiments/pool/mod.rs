@@ -1,4 +1,4 @@
-//! `runner pool`: the policy-pool document (seeds/001). A pool of 64-byte blocks under
+//! `runner pool`: document 001, the policy pool. A pool of 64-byte blocks under
 //! each thread-safety policy of `handoff_pool::Pool` (document 001's NONE / MUTEX /
 //! LOCKFREE, and the per-thread caches it names as the next step) against the system
 //! allocator, in three scenarios: `bulk` (N allocations, then N releases, timed
@@ -14,14 +14,19 @@ use crate::lab::child::Task;
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
 use crate::lab::rotate;
-use crate::lab::session::{Output, Plan, Session};
+use crate::lab::schema::Document;
+use crate::lab::session::{Plan, Session};
 use crate::lab::topology::Topology;
 
 pub use args::{config, Config, PoolArgs};
 pub use work::{child_task, Contender, CHILD_TASK};
 
 /// The source document.
-pub const DOCUMENT: &str = "seeds/001_2e06d77cf9740409.txt";
+pub const DOCUMENT: Document = Document {
+    file: "001_2e06d77cf9740409.txt",
+    title:
+        "Comparative benchmark for Milestone 4.5: pool vs malloc across the thread-safety policies",
+};
 
 /// Document 001's thread count for the concurrent scenario.
 pub const DOC_THREADS: usize = 4;
@@ -32,9 +37,10 @@ pub struct Pool;
 impl Experiment for Pool {
     type Args = PoolArgs;
     type Config = Config;
+    type Outcome = report::Outcome;
     const NAME: &'static str = "pool";
-    const DOCUMENT: &'static str = DOCUMENT;
-    const ABOUT: &'static str = "Pool thread-safety policies vs malloc: bulk, interleaved, concurrent (seeds/001), with per-thread caches";
+    const DOCUMENT: Document = DOCUMENT;
+    const ABOUT: &'static str = "Pool thread-safety policies vs malloc: bulk, interleaved, concurrent (document 001), with per-thread caches";
     const RUNS: &'static str = "10";
     const ROLES: &'static str =
         "one core per thread (the first also runs the one-thread scenarios)";
@@ -49,14 +55,14 @@ impl Experiment for Pool {
         Plan::alike_threads(c.out.clone(), &c.pins, note, c.noise_seconds)
     }
 
-    fn run(cfg: &Config, session: &mut Session) -> Result<Output> {
+    fn run(cfg: &Config, session: &mut Session) -> Result<report::Outcome> {
         let timer = session.clock.timer();
         let cells = work::cells(cfg);
-        let bar = session.progress((cells.len() * cfg.repeats) as u64)?;
+        let bar = session.progress((cells.len() * cfg.runs) as u64)?;
         let mut samples = vec![Vec::new(); cells.len()];
         rotate::contenders(
             &bar,
-            cfg.repeats,
+            cfg.runs,
             cells.len(),
             |i| cells[i].label(),
             |run, i| {
@@ -68,13 +74,6 @@ impl Experiment for Pool {
                 Ok(())
             },
         )?;
-        let outcome = report::Outcome::new(cells, samples);
-        session.probe_after()?;
-        Ok(Output {
-            sections: report::sections(&outcome, cfg),
-            claims: report::claims(&outcome, cfg),
-            json: report::json_fields(&outcome, cfg)?,
-            files: report::charts(&outcome, cfg)?,
-        })
+        Ok(report::Outcome::new(cells, samples))
     }
 }

@@ -5,9 +5,12 @@ use super::work::{Cell, Contender, Sample, Scenario};
 use super::Config;
 use crate::lab::chart;
 use crate::lab::claims::{holds, near, Claim};
-use crate::lab::error::{Error, Result};
+use crate::lab::error::Result;
+use crate::lab::experiment::Report;
 use crate::lab::measure::median_or_nan as median;
+use crate::lab::noise::Probes;
 use crate::lab::results::Outputs;
+use crate::lab::schema::{Better, Unit, Variant};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
@@ -64,14 +67,14 @@ fn f(v: f64) -> String {
 type Row<'a> = (&'a str, &'a str, Box<dyn Fn(Contender) -> f64 + 'a>);
 
 /// The two tables of document 001, ours.
-pub fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
+fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "ns per operation, median of {} repeats (first of {} dropped), {} iterations, 64-byte blocks",
-        cfg.repeats - 1,
-        cfg.repeats,
-        cfg.iterations
+        cfg.runs - 1,
+        cfg.runs,
+        cfg.items
     );
     let _ = write!(s, "  {:<12} {:<18}", "scenario", "region");
     for c in Contender::ALL {
@@ -142,7 +145,7 @@ pub fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
 }
 
 /// The document's claims beside this run.
-pub fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
+fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
     use Contender::*;
     use Scenario::*;
     let none = out.ns(Interleaved, SingleThreaded);
@@ -162,28 +165,32 @@ pub fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
             "9.32 ns/op (i5-6600K, MSVC)",
             format!("{} ns/op", f(none)),
             near(none, 9.32),
-        ),
+        )
+        .at("first table, interleaved row; \"NONE is the fast path\""),
         Claim::new(
             "none-vs-malloc",
             "NONE is about 5x faster than malloc (interleaved, one thread); our target: at least 4x",
             "5.02x (9.52 vs 47.77 ns)",
             format!("{:.2}x ({} vs {} ns)", malloc1 / none, f(none), f(malloc1)),
             holds(malloc1 / none >= 4.0, "malloc / single_threaded >= 4"),
-        ),
+        )
+        .at("second table, NONE row (5.02x); conclusions"),
         Claim::new(
             "lockfree-beats-mutex-uncontended",
             "LOCKFREE is cheaper than MUTEX uncontended",
             "31.74 vs 47.19 ns/op",
             format!("{} vs {} ns/op", f(lf1), f(mutex1)),
             holds(lf1 < mutex1, "lock_free < locked, interleaved"),
-        ),
+        )
+        .at("first table, interleaved row; \"LOCKFREE is cheaper than MUTEX uncontended\""),
         Claim::new(
             "lockfree-beats-mutex-contended",
             format!("Under contention LOCKFREE beats MUTEX ({t} threads here)"),
             "41.79 vs 69.54 ns/op (4 threads)",
             format!("{} vs {} ns/op", f(lf_t), f(mutex_t)),
             holds(lf_t < mutex_t, "lock_free < locked, concurrent"),
-        ),
+        )
+        .at("second table, MUTEX and LOCKFREE rows (T=4)"),
         Claim::new(
             "single-head-loses-to-malloc",
             "Both single-head pools lose to malloc under contention (malloc / pool < 1)",
@@ -197,71 +204,97 @@ pub fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
                 malloc_t / mutex_t < 1.0 && malloc_t / lf_t < 1.0,
                 "malloc / pool < 1 for both",
             ),
-        ),
+        )
+        .at("second table, malloc / pool column; \"Both lose to malloc under contention\""),
         Claim::new(
             "thread-cached-beats-malloc",
             "Per-thread caches (the document's deferred next step) beat malloc under contention; our target: at least 1.5x",
             "not measured (deferred to ADR-0020 §4)",
             format!("{:.2}x ({} vs {} ns/op)", malloc_t / tc_t, f(tc_t), f(malloc_t)),
             holds(malloc_t / tc_t >= 1.5, "malloc / thread_cached >= 1.5, concurrent"),
-        ),
+        )
+        .at("conclusions: \"per-thread caches are the documented next step\" (project target)"),
     ]
 }
 
-/// The experiment's JSON fields: `config`, `ns_per_op`, `ratios`, `samples`.
-pub fn json_fields(out: &Outcome, cfg: &Config) -> Result<Map<String, Value>> {
-    let mut ns = Map::new();
-    for (key, scenario) in [
-        ("bulk_alloc", Scenario::Bulk),
-        ("interleaved", Scenario::Interleaved),
-        ("concurrent", Scenario::Concurrent),
-    ] {
-        let row: Map<String, Value> = Contender::ALL
+/// Every contender with its median ns per operation in each scenario (and its kept
+/// runs), and document 001's ratios and every raw sample.
+impl Report<Config> for Outcome {
+    fn sections(&self, cfg: &Config) -> Vec<String> {
+        sections(self, cfg)
+    }
+
+    fn claims(&self, cfg: &Config, _noise: Option<&Probes>) -> Vec<Claim> {
+        claims(self, cfg)
+    }
+
+    fn variants(&self, _cfg: &Config) -> Vec<Variant> {
+        Contender::ALL
             .iter()
-            .map(|&c| (c.name().to_string(), json!(out.ns(scenario, c))))
+            .map(|&c| {
+                let mut v = Variant::new(c.name());
+                for (key, scenario) in FIGURES {
+                    let runs = self.find(scenario, c).map(|(_, s)| s).unwrap_or_default();
+                    let (value, runs): (f64, Vec<f64>) = if key == "bulk_free" {
+                        (
+                            self.bulk_free_ns(c),
+                            runs.iter().filter_map(|x| x.free_ns).collect(),
+                        )
+                    } else {
+                        (self.ns(scenario, c), runs.iter().map(|x| x.ns).collect())
+                    };
+                    v.figure(key, Unit::Ns, Better::Lower, value, runs);
+                }
+                v.set("threads", self.threads(c));
+                v
+            })
+            .collect()
+    }
+
+    fn fields(&self, _cfg: &Config) -> Map<String, Value> {
+        let mut ratios = Map::new();
+        for c in &Contender::ALL[..4] {
+            let scenario = if *c == Contender::SingleThreaded {
+                Scenario::Interleaved
+            } else {
+                Scenario::Concurrent
+            };
+            ratios.insert(
+                format!("malloc_over_{}", c.name()),
+                json!(self.ns(scenario, Contender::Malloc) / self.ns(scenario, *c)),
+            );
+            ratios.insert(
+                format!("mimalloc_over_{}", c.name()),
+                json!(self.ns(scenario, Contender::Mimalloc) / self.ns(scenario, *c)),
+            );
+        }
+        let samples: Vec<Value> = self
+            .cells
+            .iter()
+            .zip(&self.samples)
+            .map(|(cell, s)| json!({ "cell": cell, "samples": s }))
             .collect();
-        ns.insert(key.into(), Value::Object(row));
+        let mut m = Map::new();
+        m.insert("ratios".into(), Value::Object(ratios));
+        m.insert("samples".into(), Value::Array(samples));
+        m
     }
-    let free: Map<String, Value> = Contender::ALL
-        .iter()
-        .map(|&c| (c.name().to_string(), json!(out.bulk_free_ns(c))))
-        .collect();
-    ns.insert("bulk_free".into(), Value::Object(free));
-    let mut ratios = Map::new();
-    for c in &Contender::ALL[..4] {
-        let scenario = if *c == Contender::SingleThreaded {
-            Scenario::Interleaved
-        } else {
-            Scenario::Concurrent
-        };
-        ratios.insert(
-            format!("malloc_over_{}", c.name()),
-            json!(out.ns(scenario, Contender::Malloc) / out.ns(scenario, *c)),
-        );
-        ratios.insert(
-            format!("mimalloc_over_{}", c.name()),
-            json!(out.ns(scenario, Contender::Mimalloc) / out.ns(scenario, *c)),
-        );
+
+    fn charts(&self, cfg: &Config) -> Result<Outputs> {
+        charts(self, cfg)
     }
-    let samples: Vec<Value> = out
-        .cells
-        .iter()
-        .zip(&out.samples)
-        .map(|(cell, s)| json!({ "cell": cell, "samples": s }))
-        .collect();
-    let mut m = Map::new();
-    m.insert(
-        "config".into(),
-        serde_json::to_value(cfg).map_err(|e| Error::Run(e.to_string()))?,
-    );
-    m.insert("ns_per_op".into(), Value::Object(ns));
-    m.insert("ratios".into(), Value::Object(ratios));
-    m.insert("samples".into(), Value::Array(samples));
-    Ok(m)
 }
 
+/// The figures of each contender: (key, scenario), ns per operation.
+const FIGURES: [(&str, Scenario); 4] = [
+    ("bulk_alloc", Scenario::Bulk),
+    ("bulk_free", Scenario::Bulk),
+    ("interleaved", Scenario::Interleaved),
+    ("concurrent", Scenario::Concurrent),
+];
+
 /// Bars of ns/op for the interleaved and the concurrent scenario.
-pub fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
+fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
     let mut files = Outputs::new();
     for (scenario, title) in [
         (

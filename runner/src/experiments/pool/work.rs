@@ -205,7 +205,7 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
         return serde_json::from_slice(&out)
             .map_err(|e| Error::Run(format!("mimalloc: the child's sample: {e}")));
     }
-    let n = cfg.iterations;
+    let n = cfg.items;
     let cpu = cfg.pins[0];
     let to_ns = |ticks: u64, ops: usize| timer.ns(ticks) / ops as f64;
     match cell.scenario {

@@ -53,7 +53,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
     if out.of(Mode::Headline).next().is_some() {
         if let (Some(ring), Some(boost)) = (h(Variant::CppRing), h(Variant::BoostSpsc)) {
             let (r, b) = (p(ring, 0.5), p(boost, 0.5));
-            v.push(Claim::new("p50-lockfree", format!("At 1 MHz the lock-free p50s are 132 ns (hand-rolled) and 122 ns (Boost), within 8%{at}"), "cpp-ring 132 ns, boost-spsc 122 ns", format!("cpp-ring {}, boost-spsc {} ({:+.0}% apart)", fmt_ns(r), fmt_ns(b), (b / r - 1.0) * 100.0), all_near(&[("cpp-ring", r, 132.0), ("boost-spsc", b, 122.0)])));
+            v.push(Claim::new("p50-lockfree", format!("At 1 MHz the lock-free p50s are 132 ns (hand-rolled) and 122 ns (Boost), within 8%{at}"), "cpp-ring 132 ns, boost-spsc 122 ns", format!("cpp-ring {}, boost-spsc {} ({:+.0}% apart)", fmt_ns(r), fmt_ns(b), (b / r - 1.0) * 100.0), all_near(&[("cpp-ring", r, 132.0), ("boost-spsc", b, 122.0)])).at("Headline: tail latency at 1 MHz offered load (CCDF); Boost comparison"));
             let (r9, b9) = (p(ring, 0.999), p(boost, 0.999));
             let verdict = match floor(0.999) {
                 Some(f) if f as f64 > 148.0 * 1.25 => (
@@ -65,18 +65,21 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 ),
                 _ => all_near(&[("cpp-ring", r9, 172.0), ("boost-spsc", b9, 148.0)]),
             };
-            v.push(Claim::new(
-                "p999-lockfree",
-                format!("At 1 MHz the lock-free p99.9s are 172 ns and 148 ns{at}"),
-                "cpp-ring 172 ns, boost-spsc 148 ns",
-                format!(
-                    "cpp-ring {}, boost-spsc {}{}",
-                    fmt_ns(r9),
-                    fmt_ns(b9),
-                    floor_text(0.999, "p99.9")
-                ),
-                verdict,
-            ));
+            v.push(
+                Claim::new(
+                    "p999-lockfree",
+                    format!("At 1 MHz the lock-free p99.9s are 172 ns and 148 ns{at}"),
+                    "cpp-ring 172 ns, boost-spsc 148 ns",
+                    format!(
+                        "cpp-ring {}, boost-spsc {}{}",
+                        fmt_ns(r9),
+                        fmt_ns(b9),
+                        floor_text(0.999, "p99.9")
+                    ),
+                    verdict,
+                )
+                .at("Headline: tail latency at 1 MHz offered load (CCDF); Boost comparison"),
+            );
         }
         // The merged histograms (5 x 1M by default, as in the document) decide; the
         // per-run ratios (run r of every variant ran back to back) show the spread.
@@ -131,7 +134,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                     ),
                 ),
                 _ => holds(ratio >= 10.0, "mutex p99 >= 10x the slowest lock-free p99, merged histograms"),
-            }));
+            }).at("Headline: tail latency at 1 MHz offered load (CCDF); Takeaway"));
         }
         let depth = |x| h(x).and_then(|c| c.mean_depth());
         if let (Some(ring), Some(mutex)) = (depth(Variant::CppRing), depth(Variant::MutexCondvar)) {
@@ -143,24 +146,27 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 (Verdict::Reproduced, "ring depth under 1 item and below the mutex queue's".into())
             } else {
                 (Verdict::Differs, "ring depth 1 item or more, or not below the mutex queue's".into())
-            }));
+            }).at("Setup (paced at 1 M items/sec); Takeaway"));
         }
         if let (Some(ours), Some(ring)) = (h(Variant::HandoffSpsc), h(Variant::CppRing)) {
             let (a, b) = (p(ours, 0.5), p(ring, 0.5));
-            v.push(Claim::new(
-                "handoff-p50",
-                format!(
+            v.push(
+                Claim::new(
+                    "handoff-p50",
+                    format!(
                     "handoff-spsc p50 within 5% of the document's ring (cpp-ring) or better{at}"
                 ),
-                "(project target)",
-                format!(
-                    "handoff-spsc {} vs cpp-ring {} ({:+.1}%)",
-                    fmt_ns(a),
-                    fmt_ns(b),
-                    (a / b - 1.0) * 100.0
-                ),
-                holds(a <= b * 1.05, "handoff-spsc p50 <= 1.05x cpp-ring p50"),
-            ));
+                    "(project target)",
+                    format!(
+                        "handoff-spsc {} vs cpp-ring {} ({:+.1}%)",
+                        fmt_ns(a),
+                        fmt_ns(b),
+                        (a / b - 1.0) * 100.0
+                    ),
+                    holds(a <= b * 1.05, "handoff-spsc p50 <= 1.05x cpp-ring p50"),
+                )
+                .at("project target beside the Headline section"),
+            );
         }
         if let (Some(stamped), Some(peer)) = (h(Variant::HandoffStamped), h(Variant::Rtrb)) {
             let (a, b) = (p(stamped, 0.5), p(peer, 0.5));
@@ -175,7 +181,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                     (a / b - 1.0) * 100.0
                 ),
                 holds(a < b, "handoff-stamped p50 < rtrb p50, merged histograms"),
-            ));
+            ).at("project target beside the Headline section"));
         }
     }
 
@@ -202,25 +208,30 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 continue;
             }
             let sat = saturation_point(&cells);
-            v.push(Claim::new(
-                "saturation",
-                text,
-                format!("{} ~{}", x.name(), fmt_rate(doc_hz)),
-                match sat {
-                    Some(r) => format!("{} first saturated sweep point: {}", x.name(), fmt_rate(r)),
-                    None => format!("{} did not saturate up to 50 MHz", x.name()),
-                },
-                match sat {
-                    Some(r) if (0.5..=2.0).contains(&(r / doc_hz)) => (
-                        Verdict::Reproduced,
-                        "first saturated point within 0.5x-2x of the document's".into(),
-                    ),
-                    _ => (
-                        Verdict::Differs,
-                        "no saturated point within 0.5x-2x of the document's".into(),
-                    ),
-                },
-            ));
+            v.push(
+                Claim::new(
+                    "saturation",
+                    text,
+                    format!("{} ~{}", x.name(), fmt_rate(doc_hz)),
+                    match sat {
+                        Some(r) => {
+                            format!("{} first saturated sweep point: {}", x.name(), fmt_rate(r))
+                        }
+                        None => format!("{} did not saturate up to 50 MHz", x.name()),
+                    },
+                    match sat {
+                        Some(r) if (0.5..=2.0).contains(&(r / doc_hz)) => (
+                            Verdict::Reproduced,
+                            "first saturated point within 0.5x-2x of the document's".into(),
+                        ),
+                        _ => (
+                            Verdict::Differs,
+                            "no saturated point within 0.5x-2x of the document's".into(),
+                        ),
+                    },
+                )
+                .at("What happens as offered load rises"),
+            );
         }
         let ring = sweep(Variant::CppRing);
         if let Some(top) = ring.last() {
@@ -236,7 +247,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 ), holds(
                 top.mean_depth().is_some_and(|d| d < 0.1 * cfg.capacity as f64),
                 "at the top rate the ring stays under a tenth full: it is capped by the producer, not by a latency wall",
-            )));
+            )).at("What happens as offered load rises"));
         }
     }
 
@@ -248,13 +259,16 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             (Variant::MutexCondvar, 5.7),
         ] {
             if let Some(ours) = t(x) {
-                v.push(Claim::new(
-                    "throughput",
-                    format!("Saturated throughput of {}", x.name()),
-                    format!("{doc} M/s"),
-                    format!("{:.1} M/s", ours / 1e6),
-                    near(ours / 1e6, doc),
-                ));
+                v.push(
+                    Claim::new(
+                        "throughput",
+                        format!("Saturated throughput of {}", x.name()),
+                        format!("{doc} M/s"),
+                        format!("{:.1} M/s", ours / 1e6),
+                        near(ours / 1e6, doc),
+                    )
+                    .at("Throughput"),
+                );
             }
         }
         let depth = |x| out.find(Mode::Throughput, x).and_then(|c| c.mean_depth());
@@ -262,10 +276,10 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             v.push(Claim::new("bound-side", "Saturated, the hand-rolled ring is producer-bound (queue near empty) and Boost consumer-bound (queue near capacity)", "ring near empty, Boost near capacity (~200x the residency)", format!("mean depth: cpp-ring {r:.1}, boost-spsc {b:.1} of {}", cfg.capacity), holds(
                 r < 0.1 * cfg.capacity as f64 && b > 0.5 * cfg.capacity as f64,
                 "ring under a tenth full, Boost over half full",
-            )));
+            )).at("Throughput"));
         }
         if let (Some(a), Some(b)) = (t(Variant::HandoffSpsc), t(Variant::CppRing)) {
-            v.push(Claim::new("handoff-throughput", "handoff-spsc saturated throughput at least cpp-ring's (same algorithm plus cached indices)", "(project target)", format!("handoff-spsc {:.1} M/s vs cpp-ring {:.1} M/s ({:.2}x)", a / 1e6, b / 1e6, a / b), holds(a >= b, "handoff-spsc >= cpp-ring, medians of runs")));
+            v.push(Claim::new("handoff-throughput", "handoff-spsc saturated throughput at least cpp-ring's (same algorithm plus cached indices)", "(project target)", format!("handoff-spsc {:.1} M/s vs cpp-ring {:.1} M/s ({:.2}x)", a / 1e6, b / 1e6, a / b), holds(a >= b, "handoff-spsc >= cpp-ring, medians of runs")).at("project target beside the Throughput section"));
         }
     }
     v

@@ -1,4 +1,4 @@
-//! `runner queue`: the SPSC queue document (seeds/002). Six variants on the same
+//! `runner queue`: the SPSC queue document (document 002). Six variants on the same
 //! 16-byte tick, paced open-loop (headline), swept over twelve offered rates
 //! (`--sweep`), and unpaced (`--throughput`). Variants are interleaved run by run so
 //! that every variant sees the same moments of a noisy machine.
@@ -12,13 +12,15 @@ mod args;
 pub use args::{config, QueueArgs};
 
 use crate::lab;
-use crate::lab::error::{Error, Result};
+use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
 use crate::lab::fmt;
 use crate::lab::measure::Measured;
 pub use crate::lab::measure::Mode;
 use crate::lab::pacer;
-use crate::lab::session::{Output, Plan, Session};
+use crate::lab::rotate;
+use crate::lab::schema::Document;
+use crate::lab::session::{Plan, Session};
 use crate::lab::stop;
 use crate::lab::topology::Topology;
 use handoff_clock::Clock;
@@ -26,7 +28,10 @@ use serde::Serialize;
 use work::{run_once, RunSpec, Variant};
 
 /// The source document.
-pub const DOCUMENT: &str = "seeds/002_96b034c3473d5bd0.txt";
+pub const DOCUMENT: Document = Document {
+    file: "002_96b034c3473d5bd0.txt",
+    title: "Same queue API. Different tail by orders of magnitude.",
+};
 
 /// `runner queue`.
 pub struct Queue;
@@ -34,10 +39,11 @@ pub struct Queue;
 impl Experiment for Queue {
     type Args = QueueArgs;
     type Config = Config;
+    type Outcome = Outcome;
     const NAME: &'static str = "queue";
-    const DOCUMENT: &'static str = DOCUMENT;
+    const DOCUMENT: Document = DOCUMENT;
     const ABOUT: &'static str =
-        "SPSC queue document: lock-free rings vs Boost vs mutex+condvar (seeds/002)";
+        "SPSC queue document: lock-free rings vs Boost vs mutex+condvar (document 002)";
     const RUNS: &'static str = "5";
     const ROLES: &'static str = "producer, consumer[, control thread]";
     const A_RUN: &'static str =
@@ -58,38 +64,9 @@ impl Experiment for Queue {
         }
     }
 
-    fn run(cfg: &Config, session: &mut Session) -> Result<Output> {
+    fn run(cfg: &Config, session: &mut Session) -> Result<Outcome> {
         let bar = session.progress(0)?;
-        let outcome = execute(cfg, &session.clock, &bar);
-        bar.finish_and_clear();
-        let outcome = outcome?;
-        if outcome.interrupted {
-            return Err(Error::Interrupted);
-        }
-        let mut sections = Vec::new();
-        for &mode in &cfg.modes {
-            sections.push(match mode {
-                Mode::Headline => lab::measure::table(
-                    &format!(
-                        "headline: paced at {}, {} runs x {} items, capacity {}, latency = producer stamp before push -> consumer stamp after pop",
-                        fmt::rate(cfg.rate_hz), cfg.runs, cfg.items, cfg.capacity
-                    ),
-                    outcome.of(Mode::Headline).map(Cell::row),
-                ),
-                Mode::Sweep => report::sweep_table(&outcome, cfg),
-                Mode::Throughput => lab::measure::table(
-                    &format!("throughput: unpaced, {} runs x {} items, capacity {} (medians of runs)", cfg.runs, cfg.items, cfg.capacity),
-                    outcome.of(Mode::Throughput).map(Cell::row),
-                ),
-            });
-        }
-        let noise = session.probe_after()?;
-        Ok(Output {
-            sections,
-            claims: claims::claims(&outcome, cfg, noise),
-            json: report::json_fields(&outcome, cfg)?,
-            files: report::charts(&outcome, cfg)?,
-        })
+        execute(cfg, &session.clock, &bar)
     }
 }
 
@@ -187,8 +164,6 @@ impl Cell {
 pub struct Outcome {
     /// Cells.
     pub cells: Vec<Cell>,
-    /// Set when Ctrl-C stopped the experiment.
-    pub interrupted: bool,
 }
 
 impl Outcome {
@@ -205,11 +180,10 @@ impl Outcome {
     }
 }
 
-/// Runs every requested mode. Each run is one planned (cell, run) step; steps are
-/// ordered run-major so the variants alternate.
+/// Runs every requested mode: one cell per (mode, offered rate, variant); the cells of
+/// one offered rate alternate run by run (`lab::rotate::groups`).
 pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -> Result<Outcome> {
     let mut out = Outcome::default();
-    // Plan cells.
     for &mode in &cfg.modes {
         let rates: Vec<Option<f64>> = match mode {
             Mode::Headline => vec![Some(cfg.rate_hz)],
@@ -228,51 +202,34 @@ pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -
             }
         }
     }
-    let runnable = out.cells.iter().filter(|c| c.unavailable.is_none()).count();
-    progress.set_length((runnable * cfg.runs) as u64);
-    // Group by (mode, rate) so that one offered load's variants interleave run by run.
-    let mut i = 0;
-    while i < out.cells.len() {
-        let (mode, rate) = (out.cells[i].mode, out.cells[i].offered_hz);
-        let mut j = i;
-        while j < out.cells.len() && out.cells[j].mode == mode && out.cells[j].offered_hz == rate {
-            j += 1;
-        }
-        for _run in 0..cfg.runs {
-            for cell in &mut out.cells[i..j] {
-                if cell.unavailable.is_some() {
-                    continue;
-                }
-                if stop::requested() {
-                    out.interrupted = true;
-                    return Ok(out);
-                }
-                progress.set_message(format!(
-                    "{} {}{}",
-                    mode.name(),
-                    cell.variant.name(),
-                    rate.map(|r| format!(" @ {}", fmt::rate(r)))
-                        .unwrap_or_default()
-                ));
-                let spec = RunSpec {
-                    items: cell.items,
-                    capacity: cfg.capacity,
-                    rate_hz: rate,
-                    timer: clock.timer(),
-                    producer_cpu: cfg.pins[0],
-                    consumer_cpu: cfg.pins[1],
-                    stop: stop::flag(),
-                };
-                let data = run_once(cell.variant, &spec)?;
-                if stop::requested() {
-                    out.interrupted = true;
-                    return Ok(out);
-                }
-                cell.measured.add(&data, clock, cell.variant.name())?;
-                progress.inc(1);
-            }
-        }
-        i = j;
-    }
+    let plan = rotate::group_by(
+        &out.cells,
+        |c| (c.mode, c.offered_hz.map(f64::to_bits)),
+        |c| c.unavailable.is_none(),
+        |_| cfg.runs,
+    );
+    let label = |c: &Cell| {
+        let at = c.offered_hz.map(|r| format!(" @ {}", fmt::rate(r)));
+        format!(
+            "{} {}{}",
+            c.mode.name(),
+            c.variant.name(),
+            at.unwrap_or_default()
+        )
+    };
+    rotate::groups(progress, &mut out.cells, &plan, label, |cell| {
+        let spec = RunSpec {
+            items: cell.items,
+            capacity: cfg.capacity,
+            rate_hz: cell.offered_hz,
+            timer: clock.timer(),
+            producer_cpu: cfg.pins[0],
+            consumer_cpu: cfg.pins[1],
+            stop: stop::flag(),
+        };
+        let data = run_once(cell.variant, &spec)?;
+        stop::check()?;
+        cell.measured.add(&data, clock, cell.variant.name())
+    })?;
     Ok(out)
 }

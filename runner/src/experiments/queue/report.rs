@@ -1,18 +1,21 @@
-//! The queue experiment's outputs: the stdout tables, the results JSON (DESIGN.md's
-//! field names) and the SVG charts.
+//! The queue experiment's outputs: the stdout tables, its contenders and sweeps for the
+//! results JSON (`lab::schema`) and the SVG charts.
 
 use super::{Cell, Config, Mode, Outcome};
 use crate::lab::chart::{self, Series};
+use crate::lab::claims::Claim;
 use crate::lab::error::Result;
+use crate::lab::experiment::Report;
 use crate::lab::fmt::{mps as fmt_m, ns as fmt_ns, rate as fmt_rate};
 use crate::lab::measure::{self, Measured};
+use crate::lab::noise::Probes;
 use crate::lab::results::Outputs;
-use serde_json::{json, Map, Value};
+use crate::lab::schema::{Sweep, Unit, Variant};
 use std::fmt::Write as _;
 
 /// The sweep as one compact table per variant: offered rate, p50/p99/p99.9,
 /// achieved rate and depth.
-pub fn sweep_table(out: &Outcome, cfg: &Config) -> String {
+fn sweep_table(out: &Outcome, cfg: &Config) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "sweep: twelve offered rates, 100 kHz to 50 MHz");
     for &v in &cfg.variants {
@@ -57,52 +60,78 @@ pub fn sweep_table(out: &Outcome, cfg: &Config) -> String {
     s
 }
 
-fn cell_json(c: &Cell) -> Value {
-    if let Some(why) = &c.unavailable {
-        return json!({ "name": c.variant.name(), "mode": c.mode.name(), "unavailable": why });
-    }
-    let mut m = Map::new();
-    m.insert("name".into(), c.variant.name().into());
-    m.insert("mode".into(), c.mode.name().into());
-    m.extend(c.measured.json());
-    Value::Object(m)
-}
-
-fn sweeps_json(out: &Outcome, cfg: &Config) -> Vec<Value> {
-    cfg.variants
-        .iter()
-        .filter_map(|&v| {
-            let cells: Vec<&Cell> = out
-                .of(Mode::Sweep)
-                .filter(|c| c.variant == v && c.unavailable.is_none())
-                .collect();
-            (!cells.is_empty()).then(|| {
-                let points: Vec<Value> =
-                    cells.iter().map(|c| c.sweep_point(c.offered_hz)).collect();
-                json!({ "name": "load", "variant": v.name(), "x": "offered_rate_hz",
-                        "unit": "ns", "points": points })
+/// The tables of the modes that ran, the claims, the headline and throughput cells as
+/// the contenders (one entry per variant and mode), the load sweeps, the charts.
+impl Report<Config> for Outcome {
+    fn sections(&self, cfg: &Config) -> Vec<String> {
+        cfg.modes
+            .iter()
+            .map(|&mode| match mode {
+                Mode::Headline => measure::table(
+                    &format!(
+                        "headline: paced at {}, {} runs x {} items, capacity {}, latency = producer stamp before push -> consumer stamp after pop",
+                        fmt_rate(cfg.rate_hz), cfg.runs, cfg.items, cfg.capacity
+                    ),
+                    self.of(Mode::Headline).map(Cell::row),
+                ),
+                Mode::Sweep => sweep_table(self, cfg),
+                Mode::Throughput => measure::table(
+                    &format!("throughput: unpaced, {} runs x {} items, capacity {} (medians of runs)", cfg.runs, cfg.items, cfg.capacity),
+                    self.of(Mode::Throughput).map(Cell::row),
+                ),
             })
-        })
-        .collect()
-}
+            .collect()
+    }
 
-/// The queue's own fields of the results JSON (the lab adds the rest).
-pub fn json_fields(out: &Outcome, cfg: &Config) -> Result<Map<String, Value>> {
-    let variants: Vec<Value> = out
-        .cells
-        .iter()
-        .filter(|c| c.mode != Mode::Sweep)
-        .map(cell_json)
-        .collect();
-    let mut m = Map::new();
-    m.insert("config".into(), serde_json::to_value(cfg)?);
-    m.insert("variants".into(), variants.into());
-    m.insert("sweeps".into(), sweeps_json(out, cfg).into());
-    Ok(m)
+    fn claims(&self, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
+        super::claims::claims(self, cfg, noise)
+    }
+
+    fn variants(&self, _cfg: &Config) -> Vec<Variant> {
+        self.cells
+            .iter()
+            .filter(|c| c.mode != Mode::Sweep)
+            .map(|c| {
+                let mut v = match &c.unavailable {
+                    Some(why) => Variant::unavailable(c.variant.name(), why),
+                    None => c.measured.variant(c.variant.name()),
+                };
+                v.set("mode", c.mode.name());
+                v
+            })
+            .collect()
+    }
+
+    fn sweeps(&self, cfg: &Config) -> Vec<Sweep> {
+        cfg.variants
+            .iter()
+            .filter_map(|&v| {
+                let cells: Vec<&Cell> = self
+                    .of(Mode::Sweep)
+                    .filter(|c| c.variant == v && c.unavailable.is_none())
+                    .collect();
+                (!cells.is_empty()).then(|| {
+                    measure::sweep(
+                        "load",
+                        v.name(),
+                        "offered_rate_hz",
+                        Unit::ItemsPerS,
+                        cells
+                            .iter()
+                            .map(|c| (c.offered_hz.unwrap_or(0.0), &c.measured)),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    fn charts(&self, cfg: &Config) -> Result<Outputs> {
+        charts(self, cfg)
+    }
 }
 
 /// Every chart of the modes that ran.
-pub fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
+fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
     let dir = &cfg.out;
     let mut files = Outputs::new();
     let headline: Vec<(&str, &Measured)> = out
