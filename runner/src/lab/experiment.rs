@@ -8,8 +8,9 @@
 use super::child::Task;
 use super::claims::Claim;
 use super::error::{Error, Result};
-use super::flags::Common;
+use super::flags::{Common, Run};
 use super::noise::Probes;
+use super::pin::Placement;
 use super::results::Outputs;
 use super::schema::{Document, Sweep, Variant};
 use super::session::{Output, Plan, Session};
@@ -35,6 +36,10 @@ pub trait Experiment: Sync + 'static {
     const ABOUT: &'static str;
     /// Its default `--runs`.
     const RUNS: &'static str;
+    /// The fewest `--runs` it accepts (2 where the first run is dropped as warm-up).
+    const MIN_RUNS: usize = 1;
+    /// The most `--runs` it accepts.
+    const MAX_RUNS: usize = 1000;
     /// The roles `--pin` places, in order, for its `--help`.
     const ROLES: &'static str;
     /// What one run is, for its `--help`.
@@ -45,13 +50,15 @@ pub trait Experiment: Sync + 'static {
     /// global allocator; see `lab::child`), by name.
     const CHILD_TASK: Option<(&'static str, Task)> = None;
 
-    /// Validates the parsed flags against this machine: bad input is
-    /// [`Error::Usage`], found before anything is measured or written (the output
-    /// folder included). Returns the configuration and a note on the placement.
-    fn configure(args: &Self::Args, topo: &Topology) -> Result<(Self::Config, Option<String>)>;
-
-    /// The placement, output folder and noise probe the session needs.
-    fn placement(cfg: &Self::Config, note: Option<String>) -> Plan;
+    /// Validates its own flags against this machine, `--pin` included, given the
+    /// common flags the frame validated already: bad input is [`Error::Usage`], found
+    /// before anything is measured or written. Returns the configuration and the
+    /// placement (which the configuration may keep a copy of).
+    fn configure(
+        args: &Self::Args,
+        run: &Run,
+        topo: &Topology,
+    ) -> Result<(Self::Config, Placement)>;
 
     /// Measures, and returns what it measured. On Ctrl-C it returns
     /// [`Error::Interrupted`] (or whatever it has: the frame checks again).
@@ -155,9 +162,8 @@ impl<E: Experiment> Entry for E {
     }
 
     fn prepare(&self, m: &clap::ArgMatches, topo: &Topology) -> Result<Box<dyn Prepared>> {
-        let args = E::Args::from_arg_matches(m).map_err(|e| Error::from_clap(&e))?;
-        let (cfg, note) = E::configure(&args, topo)?;
-        Ok(Box::new(Planned::<E> { cfg, note }))
+        let (cfg, plan) = validated::<E>(m, topo)?;
+        Ok(Box::new(Planned::<E> { cfg, plan }))
     }
 }
 
@@ -168,15 +174,33 @@ fn command<E: Experiment>() -> clap::Command {
     Common::explain(cmd, E::RUNS, E::ROLES, E::A_RUN)
 }
 
-/// A validated configuration and its placement note, ready to run.
+/// `E`'s flags from clap's matches, validated: the common flags first (read from the
+/// same matches, since every experiment flattens them), then the experiment's own.
+fn validated<E: Experiment>(m: &clap::ArgMatches, topo: &Topology) -> Result<(E::Config, Plan)> {
+    let args = E::Args::from_arg_matches(m).map_err(|e| Error::from_clap(&e))?;
+    let common = Common::from_arg_matches(m).map_err(|e| Error::from_clap(&e))?;
+    let run = common.validate(E::MIN_RUNS, E::MAX_RUNS)?;
+    let (cfg, placement) = E::configure(&args, &run, topo)?;
+    Ok((cfg, Plan { run, placement }))
+}
+
+/// `args` (the flags after the subcommand) matched against `E`'s command line.
+fn matches<E: Experiment>(args: &[&str]) -> Result<clap::ArgMatches> {
+    let argv = std::iter::once(E::NAME).chain(args.iter().copied());
+    command::<E>()
+        .try_get_matches_from(argv)
+        .map_err(|e| Error::from_clap(&e))
+}
+
+/// A validated configuration and the session's plan, ready to run.
 struct Planned<E: Experiment> {
     cfg: E::Config,
-    note: Option<String>,
+    plan: Plan,
 }
 
 impl<E: Experiment> Prepared for Planned<E> {
     fn plan(&self) -> Plan {
-        E::placement(&self.cfg, self.note.clone())
+        self.plan.clone()
     }
 
     fn run(&self, session: &mut Session) -> Result<Output> {
@@ -190,11 +214,7 @@ impl<E: Experiment> Prepared for Planned<E> {
 /// Parses `args` (the flags after the subcommand) as `E`'s command line, as `runner`
 /// would: for tests of an experiment's validation.
 pub fn parse_flags<E: Experiment>(args: &[&str]) -> Result<E::Args> {
-    let argv = std::iter::once(E::NAME).chain(args.iter().copied());
-    let m = command::<E>()
-        .try_get_matches_from(argv)
-        .map_err(|e| Error::from_clap(&e))?;
-    <E::Args as clap::FromArgMatches>::from_arg_matches(&m).map_err(|e| Error::from_clap(&e))
+    E::Args::from_arg_matches(&matches::<E>(args)?).map_err(|e| Error::from_clap(&e))
 }
 
 /// Parses and validates `args` as `E`'s command line on `topo`: the configuration
@@ -203,8 +223,8 @@ pub fn parse_flags<E: Experiment>(args: &[&str]) -> Result<E::Args> {
 pub fn configure_from<E: Experiment>(
     args: &[&str],
     topo: &Topology,
-) -> Result<(E::Config, Option<String>)> {
-    E::configure(&parse_flags::<E>(args)?, topo)
+) -> Result<(E::Config, Placement)> {
+    validated::<E>(&matches::<E>(args)?, topo).map(|(cfg, plan)| (cfg, plan.placement))
 }
 
 /// Panics unless every command line of `cases` is refused on `topo` as bad input (exit

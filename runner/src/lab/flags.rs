@@ -3,8 +3,10 @@
 //! Each error is one line ([`Error::Usage`]).
 
 use super::error::{Error, Result};
-use super::pin;
+use super::pin::{self, Placement};
+use super::results::check_writable;
 use super::topology::Topology;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// The flags every experiment takes, in the same words: flattened into each
@@ -42,15 +44,32 @@ impl Common {
             ))
     }
 
-    /// `--runs`, checked to be in `[min, max]`.
-    pub fn runs(&self, min: usize, max: usize) -> Result<usize> {
-        count_in("runs", self.runs, min, max, "run")
+    /// Checks `--runs` (in `[min, max]`), `--noise-seconds` and `--out` (a folder
+    /// results can be written in): the frame does this once for every experiment,
+    /// before the experiment's own flags. `--pin` is checked by the experiment, which
+    /// knows its roles.
+    pub fn validate(&self, min_runs: usize, max_runs: usize) -> Result<Run> {
+        let runs = count_in("runs", self.runs, min_runs, max_runs, "run")?;
+        let noise_seconds = noise_seconds(self.noise_seconds)?;
+        check_writable(&self.out)?;
+        Ok(Run {
+            runs,
+            out: self.out.clone(),
+            noise_seconds,
+        })
     }
+}
 
-    /// `--noise-seconds`, checked.
-    pub fn noise_seconds(&self) -> Result<f64> {
-        noise_seconds(self.noise_seconds)
-    }
+/// The common flags, validated ([`Common::validate`]): every experiment's
+/// configuration carries them (flattened into its `config` in the results).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Outer runs.
+    pub runs: usize,
+    /// The output folder (checked writable).
+    pub out: PathBuf,
+    /// Seconds of the noise probe before and after the runs (0: none).
+    pub noise_seconds: f64,
 }
 
 /// The clap value parser of a number flag (`2.5e6`, `0.2`). clap names the flag in its
@@ -142,6 +161,14 @@ pub fn noise_seconds(v: f64) -> Result<f64> {
     Ok(v)
 }
 
+/// A producer and a consumer, and a core of its own for the control thread when one is
+/// given or free: `--pin P,C[,M]` checked, or the machine-adapted default and its note.
+pub fn pair(given: Option<&str>, topo: &Topology) -> Result<Placement> {
+    let (pins, note) = pins(given, &["producer", "consumer"], 3, topo)?;
+    let placement = Placement::pair(pins[0], pins[1]).with_control(pins.get(2).copied());
+    Ok(placement.noted_all(note))
+}
+
 /// The placement: `--pin` checked against `roles` (at most `max` cores in all, the
 /// rest for the runner's control thread) and this process's allowed CPUs, or the
 /// machine-adapted default with its note. Returns the cores (the roles' first) and the
@@ -184,24 +211,19 @@ pub const THREAD_NAMES: [&str; 16] = [
 
 /// The cores of `threads` alike threads: one each, at most as many as this process
 /// may use (and [`THREAD_NAMES`] names), `--pin` validated as in [`pins`]. More
-/// threads than cores cycle over them, and a note says so. Returns the cores and the
-/// notes.
+/// threads than cores cycle over them, and a note says so.
 ///
 /// ```
 /// use runner::lab::flags::thread_pins;
 /// use runner::lab::topology::Topology;
 /// let topo = Topology::read();
-/// let (pins, _) = thread_pins(None, 1, &topo).unwrap();
+/// let pins = thread_pins(None, 1, &topo).unwrap().threads();
 /// assert_eq!(pins.len(), 1);
 /// assert!(topo.allowed.contains(&pins[0]));
 /// // A core this process may not use is refused.
 /// assert!(thread_pins(Some("100000"), 1, &topo).is_err());
 /// ```
-pub fn thread_pins(
-    given: Option<&str>,
-    threads: usize,
-    topo: &Topology,
-) -> Result<(Vec<usize>, Vec<String>)> {
+pub fn thread_pins(given: Option<&str>, threads: usize, topo: &Topology) -> Result<Placement> {
     let cores = topo.allowed.len().max(1);
     let placed = threads.min(cores).min(THREAD_NAMES.len()).max(1);
     let (mut pins, note) = pins(given, &THREAD_NAMES[..placed], placed, topo)?;
@@ -213,7 +235,7 @@ pub fn thread_pins(
             pins.len()
         ));
     }
-    Ok((pins, notes))
+    Ok(Placement::alike(&pins).noted_all(notes))
 }
 
 /// A comma-separated list of names from `all` (`--variants`), each at most once, in

@@ -3,6 +3,147 @@
 
 use super::error::{Error, Result};
 use super::topology::{format_cpu_list, Topology};
+use serde::{Deserialize, Serialize};
+
+/// Where an experiment's threads run, as its validation decided: its measured roles and
+/// their cores, in order (the first two are the pair the noise probe watches: the
+/// producer and the consumer, or the first two of threads that are alike), the runner's
+/// control thread's core if it has one, and what had to be said about the placement.
+///
+/// ```
+/// use runner::lab::pin::Placement;
+/// let p = Placement::pair(4, 5).with("background", 6).with("background", 7).with_control(Some(8));
+/// assert_eq!((p.producer(), p.consumer(), p.control()), (4, 5, Some(8)));
+/// assert_eq!(p.cores_of("background"), [6, 7]);
+/// assert_eq!(p.threads(), [4, 5, 6, 7]);
+/// let alike = Placement::alike(&[0, 1, 2]).noted("3 threads");
+/// assert_eq!(alike.roles().next(), Some(("thread 0", 0)));
+/// assert_eq!(alike.note().as_deref(), Some("3 threads"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    roles: Vec<Seat>,
+    control: Option<usize>,
+    notes: Vec<String>,
+}
+
+/// One role and its core.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Seat {
+    role: String,
+    cpu: usize,
+}
+
+impl Placement {
+    /// A producer and a consumer.
+    pub fn pair(producer: usize, consumer: usize) -> Placement {
+        Placement {
+            roles: vec![
+                Seat {
+                    role: "producer".into(),
+                    cpu: producer,
+                },
+                Seat {
+                    role: "consumer".into(),
+                    cpu: consumer,
+                },
+            ],
+            control: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Threads that are alike, thread `i` on `cores[i]`, named as
+    /// [`THREAD_NAMES`](super::flags::THREAD_NAMES) names them.
+    pub fn alike(cores: &[usize]) -> Placement {
+        let names = super::flags::THREAD_NAMES;
+        Placement {
+            roles: cores
+                .iter()
+                .zip(names)
+                .map(|(&cpu, role)| Seat {
+                    role: role.into(),
+                    cpu,
+                })
+                .collect(),
+            control: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Adds a role on `cpu`, after the others.
+    pub fn with(mut self, role: &str, cpu: usize) -> Placement {
+        self.roles.push(Seat {
+            role: role.into(),
+            cpu,
+        });
+        self
+    }
+
+    /// Gives the runner's control thread a core of its own (or none).
+    pub fn with_control(mut self, control: Option<usize>) -> Placement {
+        self.control = control;
+        self
+    }
+
+    /// Adds a word on the placement (what had to share a core, a default chosen).
+    pub fn noted(mut self, note: impl Into<String>) -> Placement {
+        self.notes.push(note.into());
+        self
+    }
+
+    /// Adds every word of `notes`.
+    pub fn noted_all(mut self, notes: impl IntoIterator<Item = String>) -> Placement {
+        self.notes.extend(notes);
+        self
+    }
+
+    /// The first role's core: the producer's, or the first thread's.
+    pub fn producer(&self) -> usize {
+        self.first()
+    }
+
+    /// The first thread's core, where an experiment of threads that are alike runs its
+    /// one-thread parts (the producer's, in a pair).
+    pub fn first(&self) -> usize {
+        self.roles.first().map_or(0, |s| s.cpu)
+    }
+
+    /// The second role's core: the consumer's, or the second thread's (the first's when
+    /// there is one thread).
+    pub fn consumer(&self) -> usize {
+        self.roles.get(1).map_or(self.first(), |s| s.cpu)
+    }
+
+    /// The control thread's core, if it has one of its own.
+    pub fn control(&self) -> Option<usize> {
+        self.control
+    }
+
+    /// The cores of every role named `role`, in order.
+    pub fn cores_of(&self, role: &str) -> Vec<usize> {
+        self.roles
+            .iter()
+            .filter(|s| s.role == role)
+            .map(|s| s.cpu)
+            .collect()
+    }
+
+    /// Every role's core, in order.
+    pub fn threads(&self) -> Vec<usize> {
+        self.roles.iter().map(|s| s.cpu).collect()
+    }
+
+    /// Every role and its core, in order.
+    pub fn roles(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.roles.iter().map(|s| (s.role.as_str(), s.cpu))
+    }
+
+    /// The words on the placement, joined, if any.
+    pub fn note(&self) -> Option<String> {
+        (!self.notes.is_empty()).then(|| self.notes.join("; "))
+    }
+}
 
 /// Parses `--pin` (`P,C[,M...]`): CPU numbers separated by commas, each once.
 ///

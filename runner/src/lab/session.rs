@@ -8,11 +8,13 @@
 use super::claims::{self, Claim};
 use super::env::{Env, Toolchain};
 use super::error::{Error, Result};
+use super::flags::Run;
 use super::noise::{self, Probes};
+use super::pin::{self, Placement};
 use super::results::Outputs;
 use super::schema::{self, Document};
 use super::topology::{format_cpu_list, Topology};
-use super::{fmt, pin, stop};
+use super::{fmt, stop};
 use handoff_clock::Clock;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -28,43 +30,16 @@ pub struct Id {
     pub document: Document,
 }
 
-/// What a run needs from the lab, decided by the experiment's validation.
+/// What a run needs from the lab, decided by validation: the common flags (the output
+/// folder, the noise probe's seconds) and the experiment's placement. The noise probe
+/// spins on the placement's first two roles (the producer's and the consumer's cores:
+/// the handoff whose floor it reports).
 #[derive(Clone, Debug)]
 pub struct Plan {
-    /// The output folder (already checked writable).
-    pub out: PathBuf,
-    /// The measured roles and their cores, in order. The noise probe spins on the first
-    /// two (the producer's and the consumer's cores: the handoff whose floor it reports).
-    pub roles: Vec<(&'static str, usize)>,
-    /// The runner's control thread's core, if it has one of its own.
-    pub control: Option<usize>,
-    /// What had to share a core, or any other word on the placement.
-    pub pin_note: Option<String>,
-    /// Seconds of the noise probe before and after the runs (0: none).
-    pub noise_seconds: f64,
-}
-
-impl Plan {
-    /// The plan of an experiment whose threads are alike (`flags::thread_pins`): thread
-    /// `i` is named `THREAD_NAMES[i]` and runs on `pins[i]`; no control core of its own.
-    pub fn alike_threads(
-        out: PathBuf,
-        pins: &[usize],
-        pin_note: Option<String>,
-        noise_seconds: f64,
-    ) -> Plan {
-        Plan {
-            out,
-            roles: pins
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| (super::flags::THREAD_NAMES[i], p))
-                .collect(),
-            control: None,
-            pin_note,
-            noise_seconds,
-        }
-    }
+    /// The common flags, validated.
+    pub run: Run,
+    /// Where the threads run.
+    pub placement: Placement,
 }
 
 /// What an experiment hands back for the report.
@@ -101,7 +76,7 @@ impl Session {
     pub fn start(id: Id, plan: Plan, topo: &Topology, tools: &Toolchain) -> Result<Session> {
         stop::install();
         let started = fmt::now_rfc3339();
-        if let Some(c) = plan.control {
+        if let Some(c) = plan.placement.control() {
             pin::pin_current(c)?;
         }
         let clock = Clock::calibrate();
@@ -116,33 +91,34 @@ impl Session {
                 id.name
             )));
         }
-        let mut pins: BTreeMap<String, Option<usize>> = plan
-            .roles
-            .iter()
-            .map(|&(role, cpu)| (role.to_string(), Some(cpu)))
+        let place = &plan.placement;
+        let mut pins: BTreeMap<String, Option<usize>> = place
+            .roles()
+            .map(|(role, cpu)| (role.to_string(), Some(cpu)))
             .collect();
-        pins.insert("control".into(), plan.control);
-        let env = Env::capture(topo, &clock, tools, pins, plan.pin_note.clone());
+        pins.insert("control".into(), place.control());
+        let env = Env::capture(topo, &clock, tools, pins, place.note());
         println!("{}", header(id, &env));
         let mut line = String::from("pins: ");
-        for (role, cpu) in &plan.roles {
+        for (role, cpu) in place.roles() {
             line.push_str(&format!("{role} {cpu}, "));
         }
         line.push_str(&format!(
             "control {}",
-            plan.control
+            place
+                .control()
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "unpinned".into())
         ));
-        if let [(_, p), (_, c), ..] = plan.roles[..] {
-            line.push_str(match topo.share_l3(p, c) {
+        if place.roles().nth(1).is_some() {
+            line.push_str(match topo.share_l3(place.producer(), place.consumer()) {
                 Some(true) => " (producer and consumer share an L3)",
                 Some(false) => " (producer and consumer on different L3s)",
                 None => "",
             });
         }
         println!("{line}");
-        if let Some(n) = &plan.pin_note {
+        if let Some(n) = place.note() {
             println!("note: {n}");
         }
         let mut session = Session {
@@ -154,10 +130,10 @@ impl Session {
             probes: Probes::default(),
             bar: indicatif::ProgressBar::hidden(),
         };
-        if session.plan.noise_seconds > 0.0 {
+        if session.plan.run.noise_seconds > 0.0 {
             println!(
                 "noise: spinning {} s on cores {} (gaps of {} or more)...",
-                session.plan.noise_seconds,
+                session.plan.run.noise_seconds,
                 format_cpu_list(&session.probe_cores()),
                 fmt::dur(noise::THRESHOLD_NS)
             );
@@ -170,11 +146,15 @@ impl Session {
     }
 
     fn probe_cores(&self) -> Vec<usize> {
-        self.plan.roles.iter().take(2).map(|r| r.1).collect()
+        self.plan.placement.threads().into_iter().take(2).collect()
     }
 
     fn probe(&self) -> Result<noise::Probe> {
-        noise::probe(&self.probe_cores(), self.plan.noise_seconds, &self.clock)
+        noise::probe(
+            &self.probe_cores(),
+            self.plan.run.noise_seconds,
+            &self.clock,
+        )
     }
 
     /// Probes the pinned cores after the runs (once; not after Ctrl-C) and returns both
@@ -182,7 +162,7 @@ impl Session {
     /// judges its claims, so that a tail claim can be read against the noise floor;
     /// [`finish`](Self::finish) calls it otherwise.
     pub fn probe_after(&mut self) -> Result<Option<&Probes>> {
-        if self.plan.noise_seconds <= 0.0 {
+        if self.plan.run.noise_seconds <= 0.0 {
             return Ok(None);
         }
         if self.probes.after.is_none() && !self.interrupted() {
@@ -225,7 +205,7 @@ impl Session {
         let noise_section = |lines: Vec<String>| {
             let mut s = format!(
                 "noise: what interrupts a thread spinning on each pinned core ({} s, gaps of {} or more); a floor is the latency those gaps alone impose on items handed from the producer's core to the consumer's\n",
-                self.plan.noise_seconds,
+                self.plan.run.noise_seconds,
                 fmt::dur(noise::THRESHOLD_NS)
             );
             for l in lines {
@@ -269,7 +249,7 @@ impl Session {
         json.insert("claims".into(), to_value(&out.claims)?);
         json.extend(out.json);
         let text = serde_json::to_vec_pretty(&Value::Object(json))?;
-        let dir = &self.plan.out;
+        let dir = &self.plan.run.out;
         let mut files = Outputs::new();
         files.add(dir.join(format!("{}.json", self.id.name)), text);
         files.add(

@@ -2,12 +2,11 @@
 
 use super::DOC_WORKING_SET;
 use crate::lab::error::Result;
-use crate::lab::flags::{self, THREAD_NAMES};
-use crate::lab::results::check_writable;
+use crate::lab::flags::{self, Run, THREAD_NAMES};
+use crate::lab::pin::Placement;
 use crate::lab::topology::Topology;
 use clap::Args;
 use serde::Serialize;
-use std::path::PathBuf;
 
 /// A mebibyte.
 pub const MIB: usize = 1 << 20;
@@ -49,30 +48,27 @@ pub struct AllocArgs {
 /// Everything `runner alloc` was asked to do (after validation).
 #[derive(Clone, Debug, Serialize)]
 pub struct Config {
+    /// `--runs`, `--out`, `--noise-seconds`, validated by the frame.
+    #[serde(flatten)]
+    pub run: Run,
+    /// Where the threads run.
+    pub placement: Placement,
     /// Requested bytes live in the main test.
     pub working_set: usize,
     /// Replacements of the main test.
     pub items: usize,
     /// Threads of the main test.
     pub threads: usize,
-    /// Repeats per contender.
-    pub runs: usize,
     /// Working sets of the sweep.
     pub sweep: Vec<usize>,
     /// Replacements per sweep point.
     pub sweep_items: usize,
     /// Blocks of the producer/consumer run.
     pub handoff_items: usize,
-    /// Cores.
-    pub pins: Vec<usize>,
-    /// Output directory.
-    pub out: PathBuf,
-    /// Seconds of the noise probe before and after (0: none).
-    pub noise_seconds: f64,
 }
 
 /// Validates `runner alloc` arguments against the machine. Every error is one line.
-pub fn config(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+pub fn config(a: &AllocArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
     let working_set = if a.full {
         DOC_WORKING_SET
     } else {
@@ -80,41 +76,34 @@ pub fn config(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)
     };
     let items = flags::count_in("items", a.items, 1, 1 << 36, "replacement")?;
     let threads = flags::count_in("threads", a.threads, 1, THREAD_NAMES.len(), "thread")?;
-    let runs = a.common.runs(1, 100)?;
     let sweep_max = flags::count_in("sweep-max-mib", a.sweep_max_mib, 0, 1 << 20, "MiB")?;
     let sweep_items = flags::count_in("sweep-items", a.sweep_items, 1, 1 << 36, "replacement")?;
     let handoff_items = flags::count_in("handoff-items", a.handoff_items, 0, 1 << 36, "block")?;
-    let noise_seconds = a.common.noise_seconds()?;
-    check_writable(&a.common.out)?;
-    let (pins, notes) = flags::thread_pins(a.common.pin.as_deref(), threads.max(2), topo)?;
+    let mut placement = flags::thread_pins(a.common.pin.as_deref(), threads.max(2), topo)?;
     let mut sweep = Vec::new();
     let mut ws = MIB;
     while sweep_max > 0 && ws <= sweep_max * MIB {
         sweep.push(ws);
         ws *= 4;
     }
-    let mut notes = notes;
     if !a.full {
-        notes.push(format!(
+        placement = placement.noted(format!(
             "a {} MiB working set; the document's is 1.3 GB (--full)",
             working_set / MIB
         ));
     }
-    let note = (!notes.is_empty()).then(|| notes.join("; "));
     Ok((
         Config {
+            run: run.clone(),
+            placement: placement.clone(),
             working_set,
             items,
             threads,
-            runs,
             sweep,
             sweep_items,
             handoff_items,
-            pins,
-            out: a.common.out.clone(),
-            noise_seconds,
         },
-        note,
+        placement,
     ))
 }
 
@@ -124,18 +113,18 @@ mod tests {
     use super::*;
     use crate::lab::experiment::{assert_refused, configure_from};
 
-    fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
+    fn config_of(args: &[&str]) -> Result<(Config, Placement)> {
         configure_from::<Alloc>(args, &Topology::two_cores())
     }
 
     #[test]
     fn defaults_are_scaled_and_say_so() {
-        let (c, note) = config_of(&[]).unwrap();
+        let (c, place) = config_of(&[]).unwrap();
         assert_eq!(c.working_set, 256 * MIB);
         assert_eq!(c.sweep.first(), Some(&MIB));
         assert_eq!(c.sweep.last(), Some(&(1024 * MIB)));
-        assert_eq!(c.pins, vec![0, 1]);
-        assert!(note.unwrap().contains("1.3 GB"));
+        assert_eq!(c.placement.threads(), vec![0, 1]);
+        assert!(place.note().unwrap().contains("1.3 GB"));
         let (c, _) = config_of(&["--full"]).unwrap();
         assert_eq!(c.working_set, DOC_WORKING_SET);
         let (c, _) = config_of(&["--sweep-max-mib", "0"]).unwrap();

@@ -14,9 +14,11 @@ mod workload;
 use crate::lab::child::Task;
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
+use crate::lab::flags::Run;
+use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
-use crate::lab::session::{Plan, Session};
+use crate::lab::session::Session;
 use crate::lab::topology::Topology;
 use report::Outcome;
 
@@ -43,32 +45,29 @@ impl Experiment for Alloc {
     const DOCUMENT: Document = DOCUMENT;
     const ABOUT: &'static str = "Size-class allocator vs glibc, mimalloc, jemalloc on a real-world-like test: time, memory, working-set sweep, cross-thread frees (document 004)";
     const RUNS: &'static str = "5";
+    const MAX_RUNS: usize = 100;
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts, the first two the producer/consumer)";
     const A_RUN: &'static str =
         "the main test once per contender, contenders alternated; medians reported";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
 
-    fn configure(a: &AllocArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
-        config(a, topo)
-    }
-
-    fn placement(c: &Config, note: Option<String>) -> Plan {
-        Plan::alike_threads(c.out.clone(), &c.pins, note, c.noise_seconds)
+    fn configure(a: &AllocArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
+        config(a, run, topo)
     }
 
     fn run(cfg: &Config, session: &mut Session) -> Result<Outcome> {
         let timer = session.clock.timer();
         let n = Contender::ALL.len();
-        let bar = session.progress((n * cfg.runs) as u64)?;
+        let bar = session.progress((n * cfg.run.runs) as u64)?;
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); n];
         let name = |i: usize| Contender::ALL[i].name().to_string();
-        rotate::contenders(&bar, cfg.runs, n, name, |r, i| {
+        rotate::contenders(&bar, cfg.run.runs, n, name, |r, i| {
             let spec = Spec {
                 contender: Contender::ALL[i],
                 working_set: cfg.working_set,
                 ops: cfg.items,
                 threads: cfg.threads,
-                pins: cfg.pins.clone(),
+                pins: cfg.placement.threads(),
                 // The sweep runs once, in the first repeat; the producer/consumer
                 // run in every repeat (its rate is bimodal for some allocators, so
                 // one sample is not enough).

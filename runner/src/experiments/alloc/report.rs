@@ -92,7 +92,7 @@ impl Outcome {
             cfg.working_set / MIB,
             cfg.items,
             cfg.threads,
-            cfg.runs
+            cfg.run.runs
         );
         let _ = writeln!(
             s,
@@ -408,7 +408,7 @@ impl Outcome {
             "seconds",
             &bars(&|c| self.seconds(c)),
         )?;
-        files.add(cfg.out.join("alloc-time.svg"), svg.into_bytes());
+        files.add(cfg.run.out.join("alloc-time.svg"), svg.into_bytes());
         let svg = chart::bars(
             "peak resident memory / peak requested bytes (Figure 2)",
             "ratio",
@@ -420,7 +420,7 @@ impl Outcome {
                 }
             }),
         )?;
-        files.add(cfg.out.join("alloc-memory.svg"), svg.into_bytes());
+        files.add(cfg.run.out.join("alloc-memory.svg"), svg.into_bytes());
         if !cfg.sweep.is_empty() {
             let series: Vec<Series> = Contender::ALLOCATORS
                 .iter()
@@ -440,7 +440,7 @@ impl Outcome {
                 "ticks per pair",
                 &series,
             )?;
-            files.add(cfg.out.join("alloc-working-set.svg"), svg.into_bytes());
+            files.add(cfg.run.out.join("alloc-working-set.svg"), svg.into_bytes());
         }
         Ok(files)
     }

@@ -1,12 +1,11 @@
 //! `runner patterns`'s flags and their validation against this machine.
 
 use crate::lab::error::{Error, Result};
-use crate::lab::flags;
-use crate::lab::results::check_writable;
+use crate::lab::flags::{self, Run};
+use crate::lab::pin::Placement;
 use crate::lab::topology::Topology;
 use clap::Args;
 use serde::Serialize;
-use std::path::PathBuf;
 
 /// `runner patterns` options (every default is written here and nowhere else).
 #[derive(Args, Debug, Clone)]
@@ -25,10 +24,13 @@ pub struct PatternsArgs {
 /// Everything `runner patterns` was asked to do (after validation).
 #[derive(Clone, Debug, Serialize)]
 pub struct Config {
+    /// `--runs`, `--out`, `--noise-seconds`, validated by the frame.
+    #[serde(flatten)]
+    pub run: Run,
+    /// Where the threads run.
+    pub placement: Placement,
     /// The fraction of the document's sizes.
     pub scale: f64,
-    /// Repeats of the timed parts, the first dropped.
-    pub runs: usize,
     /// Arena part: batches.
     pub arena_iterations: usize,
     /// Arena part: ticks per batch.
@@ -49,12 +51,6 @@ pub struct Config {
     pub numa_passes: usize,
     /// Order-processing part: orders per repeat.
     pub orders: usize,
-    /// Cores (threads cycle over them).
-    pub pins: Vec<usize>,
-    /// Output directory.
-    pub out: PathBuf,
-    /// Seconds of the noise probe before and after (0: none).
-    pub noise_seconds: f64,
     /// The cores this process may use (the NUMA part looks for a local and a remote
     /// one among them).
     #[serde(skip)]
@@ -62,7 +58,7 @@ pub struct Config {
 }
 
 /// Validates `runner patterns` arguments against the machine. Every error is one line.
-pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+pub fn config(a: &PatternsArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
     let scale: f64 = a.scale;
     if !(scale > 0.0 && scale <= 10.0) {
         return Err(Error::Usage(format!(
@@ -70,17 +66,14 @@ pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<Strin
             a.scale
         )));
     }
-    let runs = a.common.runs(2, 1000)?;
     let threads = flags::count_in("threads", a.threads, 1, 256, "thread")?;
-    let noise_seconds = a.common.noise_seconds()?;
     let sized = |doc: usize| ((doc as f64 * scale).round() as usize).max(1);
-    check_writable(&a.common.out)?;
-    let (pins, notes) = flags::thread_pins(a.common.pin.as_deref(), threads, topo)?;
-    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    let placement = flags::thread_pins(a.common.pin.as_deref(), threads, topo)?;
     Ok((
         Config {
+            run: run.clone(),
+            placement: placement.clone(),
             scale,
-            runs,
             arena_iterations: sized(1000),
             arena_batch: 10_000,
             orders_typed: sized(100_000),
@@ -91,12 +84,9 @@ pub fn config(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<Strin
             numa_mb: sized(100),
             numa_passes: 10,
             orders: sized(1_000_000),
-            pins,
-            out: a.common.out.clone(),
             allowed: topo.allowed.clone(),
-            noise_seconds,
         },
-        note,
+        placement,
     ))
 }
 
@@ -106,13 +96,13 @@ mod tests {
     use super::*;
     use crate::lab::experiment::{assert_refused, configure_from};
 
-    fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
+    fn config_of(args: &[&str]) -> Result<(Config, Placement)> {
         configure_from::<Patterns>(args, &Topology::two_cores())
     }
 
     #[test]
     fn defaults_are_the_documents_sizes_and_adapt_to_two_cores() {
-        let (c, note) = config_of(&[]).unwrap();
+        let (c, place) = config_of(&[]).unwrap();
         assert_eq!((c.arena_iterations, c.arena_batch), (1000, 10_000));
         assert_eq!(
             (c.orders_typed, c.threads, c.per_thread),
@@ -122,8 +112,8 @@ mod tests {
             (c.memory_ticks, c.numa_mb, c.orders),
             (1_000_000, 100, 1_000_000)
         );
-        assert_eq!(c.pins, vec![0, 1]);
-        assert!(note.unwrap().contains("8 threads on 2 cores"));
+        assert_eq!(c.placement.threads(), vec![0, 1]);
+        assert!(place.note().unwrap().contains("8 threads on 2 cores"));
         let (c, _) = config_of(&["--scale", "0.01"]).unwrap();
         assert_eq!(
             (c.arena_iterations, c.orders_typed, c.memory_ticks),

@@ -13,8 +13,10 @@ mod work;
 
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
+use crate::lab::flags::Run;
+use crate::lab::pin::Placement;
 use crate::lab::schema::Document;
-use crate::lab::session::{Plan, Session};
+use crate::lab::session::Session;
 use crate::lab::topology::Topology;
 use crate::lab::{rotate, stop};
 
@@ -37,20 +39,17 @@ impl Experiment for Patterns {
     const DOCUMENT: Document = DOCUMENT;
     const ABOUT: &'static str = "Arena, typed pool, shared pool, memory, profiler, NUMA and order processing vs malloc (document 003)";
     const RUNS: &'static str = "5";
+    const MIN_RUNS: usize = 2;
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts)";
     const A_RUN: &'static str = "every timed part once per contender, contenders alternated; the first run is dropped and the median of the rest reported";
 
-    fn configure(a: &PatternsArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
-        config(a, topo)
-    }
-
-    fn placement(c: &Config, note: Option<String>) -> Plan {
-        Plan::alike_threads(c.out.clone(), &c.pins, note, c.noise_seconds)
+    fn configure(a: &PatternsArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
+        config(a, run, topo)
     }
 
     fn run(cfg: &Config, session: &mut Session) -> Result<report::Outcome> {
         let timer = session.clock.timer();
-        let r = cfg.runs;
+        let r = cfg.run.runs;
         let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1;
         let bar = session.progress(steps as u64)?;
         let check = stop::check;

@@ -130,7 +130,7 @@ pub fn memory(cfg: &Config, how: Holder) -> Result<Memory> {
 /// the pool, then on `Box`; returns (pool, malloc) reports.
 pub fn profiled(cfg: &Config, timer: Timer, clock: &Clock) -> Result<(AllocReport, AllocReport)> {
     let (batches, batch) = (cfg.profile_batches, 1000usize);
-    let cpu = cfg.pins[0];
+    let cpu = cfg.placement.first();
     let pool_clock = clock.clone();
     let pool = on_core(timer, stop::flag(), cpu, move || {
         let pool = Pool::<Order>::new(Capacity::Fixed(batch)).unwrap_or_else(|e| bug(e));
@@ -222,7 +222,7 @@ pub fn numa_access(cfg: &Config, timer: Timer, allowed: &[usize]) -> Result<Numa
     let local_cpu = cpus_of(home, allowed)
         .first()
         .copied()
-        .unwrap_or(cfg.pins[0]);
+        .unwrap_or(cfg.placement.first());
     let local_gbps = sum_on(local_cpu)?;
     let remote_cpu = nodes[1..]
         .iter()

@@ -141,7 +141,7 @@ pub(super) fn mib(b: u64) -> f64 {
 
 /// The printed tables.
 fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
-    let kept = cfg.runs - 1;
+    let kept = cfg.run.runs - 1;
     let mut v = Vec::new();
 
     let mut s = String::new();
@@ -189,7 +189,7 @@ fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
     let _ = writeln!(
         s,
         "one pool, {} threads x {} orders (allocate all, release all), cores {:?}, median of {kept} repeats",
-        cfg.threads, cfg.per_thread, cfg.pins
+        cfg.threads, cfg.per_thread, cfg.placement.threads()
     );
     let _ = writeln!(s, "  {:<16} {:>10} {:>16}", "", "ms", "allocs/s");
     for &(w, t) in &o.shared_ms {
@@ -418,7 +418,7 @@ fn charts(o: &Outcome, cfg: &Config) -> Result<Outputs> {
     let mut add = |name: &str, title: String, y: &str, bars: Vec<(String, f64)>| -> Result<()> {
         let bars: Vec<_> = bars.into_iter().filter(|b| b.1.is_finite()).collect();
         let svg = chart::bars(&title, y, &bars)?;
-        files.add(cfg.out.join(name), svg.into_bytes());
+        files.add(cfg.run.out.join(name), svg.into_bytes());
         Ok(())
     };
     add(

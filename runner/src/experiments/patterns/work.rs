@@ -84,7 +84,7 @@ pub(super) fn bug(e: impl std::fmt::Display) -> ! {
 /// One repeat: (malloc ticks, arena ticks) of the whole loop.
 pub fn arena_vs_malloc(cfg: &Config, timer: Timer, malloc_first: bool) -> Result<(u64, u64)> {
     let (iters, per) = (cfg.arena_iterations, cfg.arena_batch);
-    let cpu = cfg.pins[0];
+    let cpu = cfg.placement.first();
     let malloc = || {
         on_core(timer, stop::flag(), cpu, move || {
             let t0 = now();
@@ -140,7 +140,7 @@ pub struct TypedSample {
 /// One repeat of the typed-pool part.
 pub fn typed_pool_vs_box(cfg: &Config, timer: Timer, box_first: bool) -> Result<TypedSample> {
     let n = cfg.orders_typed;
-    let cpu = cfg.pins[0];
+    let cpu = cfg.placement.first();
     let boxed = || {
         on_core(timer, stop::flag(), cpu, move || {
             let mut v: Vec<Box<Order>> = Vec::with_capacity(n);
@@ -237,7 +237,7 @@ pub fn many_threads(cfg: &Config, timer: Timer, who: Shared) -> Result<u64> {
         // Document 003's pool starts with one block of 4096 and grows.
         let pool = Pool::<Order, P>::new(Capacity::Grow { first_block: 4096 })
             .map_err(|e| Error::Run(format!("pool: {e}")))?;
-        together(timer, stop::flag(), &cfg.pins, t, |k| {
+        together(timer, stop::flag(), &cfg.placement.threads(), t, |k| {
             let mut held = Vec::with_capacity(per);
             for i in 0..per as u64 {
                 held.push(
@@ -254,7 +254,7 @@ pub fn many_threads(cfg: &Config, timer: Timer, who: Shared) -> Result<u64> {
         Shared::LockFree => shared::<LockFree>(cfg, timer, t, per),
         Shared::ThreadCached => shared::<ThreadCached>(cfg, timer, t, per),
         Shared::Locked => shared::<Locked>(cfg, timer, t, per),
-        Shared::Malloc => together(timer, stop::flag(), &cfg.pins, t, |k| {
+        Shared::Malloc => together(timer, stop::flag(), &cfg.placement.threads(), t, |k| {
             let mut held = Vec::with_capacity(per);
             for i in 0..per as u64 {
                 held.push(Box::new(Order::new(k as u64 * 1_000_000_000 + i)));
@@ -350,7 +350,7 @@ fn orders_loop(source: Source, n: usize, limits: &[f64; 64], mut latency: Option
 /// clock reads (throughput).
 pub fn process(cfg: &Config, timer: Timer, source: Source) -> Result<Processed> {
     let n = cfg.orders;
-    let cpu = cfg.pins[0];
+    let cpu = cfg.placement.first();
     let mut limits = [0.0f64; 64];
     for (i, l) in limits.iter_mut().enumerate() {
         *l = 50_000.0 + i as f64 * 1000.0;

@@ -3,9 +3,8 @@
 use super::work::{self, Variant};
 use super::{Config, Mode};
 use crate::lab::error::{Error, Result};
-use crate::lab::flags;
-use crate::lab::pin;
-use crate::lab::results::check_writable;
+use crate::lab::flags::{self, Run};
+use crate::lab::pin::{self, Placement};
 use crate::lab::topology::{format_cpu_list, Topology};
 use clap::Args;
 
@@ -51,14 +50,13 @@ pub struct PipelineArgs {
 }
 
 /// Validates `runner pipeline` arguments against the machine. Every error is one line.
-pub fn config(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+pub fn config(a: &PipelineArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
     let variants = match &a.variants {
         Some(s) => work::parse_variants(s)?,
         None => Variant::ALL.to_vec(),
     };
     let rate_hz = flags::rate("rate", a.rate, 1e8)?;
     let items = flags::count_in("items", a.items, 1, 1 << 28, "order")?;
-    let runs = a.common.runs(1, 1 << 20)?;
     let capacity = flags::count_in("capacity", a.capacity, 1, 1 << 24, "order")?;
     let work_ns: f64 = a.work_ns;
     if !(0.0..=100_000.0).contains(&work_ns) {
@@ -69,8 +67,6 @@ pub fn config(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<Strin
     }
     let bg_rate_hz = flags::rate("bg-rate", a.bg_rate, 1e8)?;
     let bg_threads = flags::count_in("bg-threads", a.bg_threads, 0, 64, "thread")?;
-    let noise_seconds = a.common.noise_seconds()?;
-    check_writable(&a.common.out)?;
     let mut modes = Vec::new();
     if a.headline {
         modes.push(Mode::Headline);
@@ -85,25 +81,27 @@ pub fn config(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<Strin
         modes = vec![Mode::Headline, Mode::Sweep, Mode::Throughput];
     }
     let bg_needed = bg_threads.max(usize::from(modes.contains(&Mode::Sweep)));
-    let (pins, bg_shares_core, note) = placement(a, bg_needed, topo)?;
+    let (cores, bg_shares_core, note) = placement(a, bg_needed, topo)?;
+    let placement = cores[2..].iter().fold(
+        Placement::pair(cores[0], cores[1]).noted_all(note),
+        |p, &b| p.with("background", b),
+    );
     Ok((
         Config {
+            run: run.clone(),
+            placement: placement.clone(),
             variants,
-            pins,
             bg_shares_core,
             cross_l3: a.cross_l3,
             rate_hz,
             items,
-            runs,
             capacity,
             work_ns,
             bg_rate_hz,
             bg_threads,
-            out: a.common.out.clone(),
             modes,
-            noise_seconds,
         },
-        note,
+        placement,
     ))
 }
 
@@ -213,7 +211,7 @@ fn placement(
 mod tests {
     use super::*;
     use crate::experiments::pipeline::Pipeline;
-    use crate::lab::experiment::{assert_refused, parse_flags};
+    use crate::lab::experiment::{assert_refused, configure_from};
 
     fn two() -> Topology {
         Topology::two_cores()
@@ -228,8 +226,7 @@ mod tests {
     }
 
     fn config_of(args: &[&str], topo: &Topology) -> Result<(Config, Option<String>)> {
-        let a: PipelineArgs = parse_flags::<Pipeline>(args)?;
-        config(&a, topo)
+        configure_from::<Pipeline>(args, topo).map(|(c, p)| (c, p.note()))
     }
 
     #[test]
@@ -237,26 +234,32 @@ mod tests {
         let (c, note) = config_of(&[], &two()).unwrap();
         assert_eq!(c.variants, Variant::ALL.to_vec());
         assert_eq!(
-            (c.rate_hz, c.items, c.runs, c.capacity),
+            (c.rate_hz, c.items, c.run.runs, c.capacity),
             (1e6, 1_000_000, 5, 1024)
         );
         assert_eq!((c.work_ns, c.bg_rate_hz, c.bg_threads), (200.0, 1e6, 1));
         assert_eq!(c.modes, vec![Mode::Headline, Mode::Sweep, Mode::Throughput]);
-        assert_eq!(c.pins, vec![0, 1, 0]);
+        assert_eq!(c.placement.threads(), vec![0, 1, 0]);
         assert!(c.bg_shares_core);
         assert!(note.unwrap().contains("shares the producer's core"));
         let (c, _) = config_of(&["--headline"], &sixteen()).unwrap();
         assert_eq!(c.modes, vec![Mode::Headline]);
         assert!(!c.bg_shares_core);
-        assert_eq!(c.pins.len(), 3);
-        assert!(c.pins.iter().all(|&p| p != 0));
+        assert_eq!(c.placement.threads().len(), 3);
+        assert!(c.placement.threads().iter().all(|&p| p != 0));
         let (c, note) = config_of(&["--cross-l3"], &sixteen()).unwrap();
         assert_ne!(
-            sixteen().share_l3(c.pins[0], c.pins[1]),
+            sixteen().share_l3(c.placement.producer(), c.placement.consumer()),
             Some(true),
             "{note:?}"
         );
-        assert_eq!(sixteen().share_l3(c.pins[0], c.pins[2]), Some(true));
+        assert_eq!(
+            sixteen().share_l3(
+                c.placement.producer(),
+                c.placement.cores_of("background")[0]
+            ),
+            Some(true)
+        );
     }
 
     #[test]

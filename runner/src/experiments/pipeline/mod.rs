@@ -18,14 +18,16 @@ pub use args::{config, PipelineArgs};
 use crate::lab::child::Task;
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
+use crate::lab::flags::Run;
 use crate::lab::fmt;
 use crate::lab::harness::{self, Role};
 pub use crate::lab::measure::Mode;
 use crate::lab::measure::{self, Measured};
 use crate::lab::pacer;
+use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
-use crate::lab::session::{Plan, Session};
+use crate::lab::session::Session;
 use crate::lab::stop;
 use crate::lab::topology::Topology;
 use handoff_clock::Clock;
@@ -53,24 +55,13 @@ impl Experiment for Pipeline {
     const DOCUMENT: Document = DOCUMENT;
     const ABOUT: &'static str = "Cross-thread Order pipeline: malloc vs return-queue pool vs rotating arena vs mimalloc, under background heap pressure (document 000); with no mode named, runs all three";
     const RUNS: &'static str = "5";
+    const MAX_RUNS: usize = 1 << 20;
     const ROLES: &'static str = "producer, consumer, background[, more background]";
     const A_RUN: &'static str = "one pass of --items orders per variant in the headline and throughput modes (histograms merged); the sweep runs once per point";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((child::CHILD_TASK, child::child_task));
 
-    fn configure(a: &PipelineArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
-        config(a, topo)
-    }
-
-    fn placement(c: &Config, note: Option<String>) -> Plan {
-        let mut roles = vec![("producer", c.pins[0]), ("consumer", c.pins[1])];
-        roles.extend(c.pins[2..].iter().map(|&b| ("background", b)));
-        Plan {
-            out: c.out.clone(),
-            roles,
-            control: None,
-            pin_note: note,
-            noise_seconds: c.noise_seconds,
-        }
+    fn configure(a: &PipelineArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
+        config(a, run, topo)
     }
 
     fn run(cfg: &Config, session: &mut Session) -> Result<Outcome> {
@@ -79,7 +70,7 @@ impl Experiment for Pipeline {
         println!(
             "risk check: {} per order on core {} ({} extra window passes; --work-ns {})",
             fmt::ns(check_ns),
-            cfg.pins[1],
+            cfg.placement.consumer(),
             rounds,
             cfg.work_ns
         );
@@ -97,7 +88,9 @@ fn calibrate(cfg: &Config, clock: &Clock) -> Result<(u32, f64)> {
     let (_, mut out) = harness::run(
         clock.timer(),
         stop::flag(),
-        vec![Role::new(cfg.pins[1], |_s| order::calibrate(target, clock))],
+        vec![Role::new(cfg.placement.consumer(), |_s| {
+            order::calibrate(target, clock)
+        })],
     )?;
     Ok(out.remove(0))
 }
@@ -105,11 +98,14 @@ fn calibrate(cfg: &Config, clock: &Clock) -> Result<(u32, f64)> {
 /// Everything `runner pipeline` was asked to do (after validation).
 #[derive(Clone, Debug, Serialize)]
 pub struct Config {
+    /// `--runs`, `--out`, `--noise-seconds`, validated by the frame.
+    #[serde(flatten)]
+    pub run: Run,
+    /// Where the threads run.
+    pub placement: Placement,
     /// Variants, in order.
     #[serde(serialize_with = "ser_variants")]
     pub variants: Vec<Variant>,
-    /// Producer core, consumer core, one core per background thread.
-    pub pins: Vec<usize>,
     /// A background thread shares a measured core.
     pub bg_shares_core: bool,
     /// Producer and consumer were placed on different L3 groups.
@@ -118,8 +114,6 @@ pub struct Config {
     pub rate_hz: f64,
     /// Orders per run.
     pub items: usize,
-    /// Outer runs (headline and throughput; the sweep runs once per point).
-    pub runs: usize,
     /// Forward ring capacity.
     pub capacity: usize,
     /// Target weight of the risk check (ns).
@@ -128,12 +122,8 @@ pub struct Config {
     pub bg_rate_hz: f64,
     /// Background threads (headline and throughput).
     pub bg_threads: usize,
-    /// Output directory.
-    pub out: std::path::PathBuf,
     /// Modes to run.
     pub modes: Vec<Mode>,
-    /// Seconds of the noise probe before and after (0: none).
-    pub noise_seconds: f64,
 }
 
 fn ser_variants<S: serde::Serializer>(v: &[Variant], s: S) -> Result<S::Ok, S::Error> {
@@ -141,10 +131,9 @@ fn ser_variants<S: serde::Serializer>(v: &[Variant], s: S) -> Result<S::Ok, S::E
 }
 
 impl Config {
-    /// The cores of `n` background threads: the pins after the producer's and the
-    /// consumer's, cycled.
+    /// The cores of `n` background threads: the background cores, cycled.
     pub fn background_cores(&self, n: usize) -> Vec<usize> {
-        let bg = &self.pins[2..];
+        let bg = self.placement.cores_of("background");
         (0..n).map(|i| bg[i % bg.len()]).collect()
     }
 
@@ -288,7 +277,13 @@ pub fn execute(
         &out.cells,
         |c| (c.mode, c.bg_rate_hz.map(f64::to_bits)),
         |_| true,
-        |c| if c.mode == Mode::Sweep { 1 } else { cfg.runs },
+        |c| {
+            if c.mode == Mode::Sweep {
+                1
+            } else {
+                cfg.run.runs
+            }
+        },
     );
     let label = |c: &Cell| {
         let bg = c
@@ -304,8 +299,8 @@ pub fn execute(
             capacity: cfg.capacity,
             rate_hz: cell.offered_hz,
             timer,
-            producer_cpu: cfg.pins[0],
-            consumer_cpu: cfg.pins[1],
+            producer_cpu: cfg.placement.producer(),
+            consumer_cpu: cfg.placement.consumer(),
             bg_cpus: cfg.background_cores(cell.bg_threads),
             bg_rate_hz: cell.bg_rate_hz.unwrap_or(1.0),
             bg_shares_core: cfg.bg_shares_core,

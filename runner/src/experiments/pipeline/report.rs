@@ -64,12 +64,12 @@ fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
                 let title = if mode == Mode::Headline {
                     format!(
                         "headline: paced at {}, {} runs x {} orders, {}; latency = create stamp (after allocation) -> dequeue stamp",
-                        fmt::rate(cfg.rate_hz), cfg.runs, cfg.items, bg_text(first)
+                        fmt::rate(cfg.rate_hz), cfg.run.runs, cfg.items, bg_text(first)
                     )
                 } else {
                     format!(
                         "throughput: unpaced, {} runs x {} orders, {} (medians of runs)",
-                        cfg.runs,
+                        cfg.run.runs,
                         cfg.items,
                         bg_text(first)
                     )
@@ -206,7 +206,7 @@ impl Report<Config> for Outcome {
 
 /// Every chart of the modes that ran.
 fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
-    let dir = &cfg.out;
+    let dir = &cfg.run.out;
     let mut files = Outputs::new();
     let headline: Vec<(&str, &Measured)> = out
         .of(Mode::Headline)

@@ -2,12 +2,11 @@
 
 use super::DOC_THREADS;
 use crate::lab::error::Result;
-use crate::lab::flags::{self, THREAD_NAMES};
-use crate::lab::results::check_writable;
+use crate::lab::flags::{self, Run, THREAD_NAMES};
+use crate::lab::pin::Placement;
 use crate::lab::topology::Topology;
 use clap::Args;
 use serde::Serialize;
-use std::path::PathBuf;
 
 /// `runner pool` options (every default is written here and nowhere else).
 #[derive(Args, Debug, Clone)]
@@ -31,25 +30,20 @@ pub struct PoolArgs {
 /// Everything `runner pool` was asked to do (after validation).
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Config {
+    /// `--runs`, `--out`, `--noise-seconds`, validated by the frame.
+    #[serde(flatten)]
+    pub run: Run,
+    /// Where the threads run.
+    pub placement: Placement,
     /// Operations per scenario and repeat (per thread when concurrent).
     pub items: usize,
-    /// Repeats, the first dropped.
-    pub runs: usize,
     /// Threads of the concurrent scenario.
     pub threads: usize,
-    /// One core per thread (cycled when there are more threads than cores).
-    pub pins: Vec<usize>,
-    /// Output directory.
-    pub out: PathBuf,
-    /// Seconds of the noise probe before and after (0: none).
-    pub noise_seconds: f64,
 }
 
 /// Validates `runner pool` arguments against the machine. Every error is one line.
-pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+pub fn config(a: &PoolArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
     let items = flags::count_in("items", a.items, 1, 1 << 28, "item")?;
-    let runs = a.common.runs(2, 1000)?;
-    let noise_seconds = a.common.noise_seconds()?;
     let cores = topo.allowed.len().max(1);
     let mut doc_note = None;
     let threads = match a.threads {
@@ -66,20 +60,15 @@ pub fn config(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)>
             t
         }
     };
-    check_writable(&a.common.out)?;
-    let (pins, placement_notes) = flags::thread_pins(a.common.pin.as_deref(), threads, topo)?;
-    let notes: Vec<String> = doc_note.into_iter().chain(placement_notes).collect();
-    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    let placement = flags::thread_pins(a.common.pin.as_deref(), threads, topo)?.noted_all(doc_note);
     Ok((
         Config {
+            run: run.clone(),
+            placement: placement.clone(),
             items,
-            runs,
             threads,
-            pins,
-            out: a.common.out.clone(),
-            noise_seconds,
         },
-        note,
+        placement,
     ))
 }
 
@@ -89,20 +78,20 @@ mod tests {
     use super::*;
     use crate::lab::experiment::{assert_refused, configure_from};
 
-    fn config_of(args: &[&str]) -> Result<(Config, Option<String>)> {
+    fn config_of(args: &[&str]) -> Result<(Config, Placement)> {
         configure_from::<Pool>(args, &Topology::two_cores())
     }
 
     #[test]
     fn defaults_follow_the_document_and_adapt_to_two_cores() {
-        let (c, note) = config_of(&[]).unwrap();
-        assert_eq!((c.items, c.runs), (1_000_000, 10));
+        let (c, place) = config_of(&[]).unwrap();
+        assert_eq!((c.items, c.run.runs), (1_000_000, 10));
         assert_eq!(c.threads, 2);
-        assert_eq!(c.pins, vec![0, 1]);
-        assert!(note.unwrap().contains("document 001 ran 4 threads"));
-        let (c, note) = config_of(&["--threads", "4"]).unwrap();
-        assert_eq!((c.threads, c.pins.len()), (4, 2));
-        assert!(note.unwrap().contains("share cores"));
+        assert_eq!(c.placement.threads(), vec![0, 1]);
+        assert!(place.note().unwrap().contains("document 001 ran 4 threads"));
+        let (c, place) = config_of(&["--threads", "4"]).unwrap();
+        assert_eq!((c.threads, c.placement.threads().len()), (4, 2));
+        assert!(place.note().unwrap().contains("share cores"));
     }
 
     #[test]

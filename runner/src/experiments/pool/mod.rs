@@ -13,9 +13,11 @@ mod work;
 use crate::lab::child::Task;
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
+use crate::lab::flags::Run;
+use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
-use crate::lab::session::{Plan, Session};
+use crate::lab::session::Session;
 use crate::lab::topology::Topology;
 
 pub use args::{config, Config, PoolArgs};
@@ -42,27 +44,24 @@ impl Experiment for Pool {
     const DOCUMENT: Document = DOCUMENT;
     const ABOUT: &'static str = "Pool thread-safety policies vs malloc: bulk, interleaved, concurrent (document 001), with per-thread caches";
     const RUNS: &'static str = "10";
+    const MIN_RUNS: usize = 2;
     const ROLES: &'static str =
         "one core per thread (the first also runs the one-thread scenarios)";
     const A_RUN: &'static str = "every contender once per scenario, in an order that rotates from run to run; the first run is dropped as warm-up and the median of the rest reported";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
 
-    fn configure(a: &PoolArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
-        config(a, topo)
-    }
-
-    fn placement(c: &Config, note: Option<String>) -> Plan {
-        Plan::alike_threads(c.out.clone(), &c.pins, note, c.noise_seconds)
+    fn configure(a: &PoolArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
+        config(a, run, topo)
     }
 
     fn run(cfg: &Config, session: &mut Session) -> Result<report::Outcome> {
         let timer = session.clock.timer();
         let cells = work::cells(cfg);
-        let bar = session.progress((cells.len() * cfg.runs) as u64)?;
+        let bar = session.progress((cells.len() * cfg.run.runs) as u64)?;
         let mut samples = vec![Vec::new(); cells.len()];
         rotate::contenders(
             &bar,
-            cfg.runs,
+            cfg.run.runs,
             cells.len(),
             |i| cells[i].label(),
             |run, i| {

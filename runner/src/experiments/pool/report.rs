@@ -72,8 +72,8 @@ fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
     let _ = writeln!(
         s,
         "ns per operation, median of {} repeats (first of {} dropped), {} iterations, 64-byte blocks",
-        cfg.runs - 1,
-        cfg.runs,
+        cfg.run.runs - 1,
+        cfg.run.runs,
         cfg.items
     );
     let _ = write!(s, "  {:<12} {:<18}", "scenario", "region");
@@ -109,7 +109,7 @@ fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
     let _ = writeln!(
         s,
         "  concurrent: {} threads on cores {:?}, aggregate ns/op = wall time / total operations; single_threaded is not Sync and runs on 1 thread (document 001's clamped NONE row)",
-        cfg.threads, cfg.pins
+        cfg.threads, cfg.placement.threads()
     );
     let mut t = String::new();
     let _ = writeln!(
@@ -313,7 +313,7 @@ fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
             .collect();
         let svg = chart::bars(&title, "ns per operation", &bars)?;
         files.add(
-            cfg.out.join(format!("pool-{}.svg", scenario.name())),
+            cfg.run.out.join(format!("pool-{}.svg", scenario.name())),
             svg.into_bytes(),
         );
     }

@@ -206,7 +206,7 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
             .map_err(|e| Error::Run(format!("mimalloc: the child's sample: {e}")));
     }
     let n = cfg.items;
-    let cpu = cfg.pins[0];
+    let cpu = cfg.placement.first();
     let to_ns = |ticks: u64, ops: usize| timer.ns(ticks) / ops as f64;
     match cell.scenario {
         Scenario::Bulk => {
@@ -236,7 +236,7 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
             })
         }
         Scenario::Concurrent => {
-            let pins = &cfg.pins[..];
+            let pins = &cfg.placement.threads();
             let t = cell.threads;
             let wall = match cell.contender {
                 Contender::SingleThreaded => one(timer, stop::flag(), cpu, move || {

@@ -3,7 +3,8 @@
 use super::{work, Config, Mode};
 use crate::lab::error::{Error, Result};
 use crate::lab::flags;
-use crate::lab::results::check_writable;
+use crate::lab::flags::Run;
+use crate::lab::pin::Placement;
 use crate::lab::topology::Topology;
 use clap::Args;
 
@@ -43,7 +44,7 @@ pub struct QueueArgs {
 }
 
 /// Validates `runner queue` arguments against the machine. Every error is one line.
-pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
+pub fn config(a: &QueueArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
     let variants = match &a.variants {
         Some(s) => work::parse_variants(s)?,
         None => work::Variant::ALL.to_vec(),
@@ -55,7 +56,6 @@ pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)
         e => e,
     })?;
     let items = flags::count_in("items", a.items, 1, 1 << 30, "item")?;
-    let runs = a.common.runs(1, 1 << 20)?;
     let capacity = flags::count_in("capacity", a.capacity, 1, 1 << 30, "item")?;
     let sweep_seconds: f64 = a.sweep_seconds;
     if !(sweep_seconds > 0.0 && sweep_seconds.is_finite()) {
@@ -64,9 +64,7 @@ pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)
             a.sweep_seconds
         )));
     }
-    let noise_seconds = a.common.noise_seconds()?;
-    check_writable(&a.common.out)?;
-    let (pins, note) = flags::pins(a.common.pin.as_deref(), &["producer", "consumer"], 3, topo)?;
+    let placement = flags::pair(a.common.pin.as_deref(), topo)?;
     let mut modes = Vec::new();
     if a.headline || a.all || !(a.sweep || a.throughput) {
         modes.push(Mode::Headline);
@@ -79,19 +77,17 @@ pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)
     }
     Ok((
         Config {
+            run: run.clone(),
+            placement: placement.clone(),
             variants,
-            pins,
             rate_hz,
             items,
-            runs,
             capacity,
-            out: a.common.out.clone(),
             modes,
             sweep_seconds,
             sweep_min_items: 20_000.min(items),
-            noise_seconds,
         },
-        note,
+        placement,
     ))
 }
 
@@ -99,15 +95,14 @@ pub fn config(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)
 mod tests {
     use super::*;
     use crate::experiments::queue::Queue;
-    use crate::lab::experiment::{assert_refused, parse_flags};
+    use crate::lab::experiment::{assert_refused, configure_from};
 
     fn topo() -> Topology {
         Topology::two_cores()
     }
 
     fn config_of(args: &[&str]) -> Result<Config> {
-        let a: QueueArgs = parse_flags::<Queue>(args)?;
-        config(&a, &topo()).map(|(c, _)| c)
+        configure_from::<Queue>(args, &topo()).map(|(c, _)| c)
     }
 
     #[test]
@@ -115,11 +110,12 @@ mod tests {
         let c = config_of(&[]).unwrap();
         assert_eq!(c.variants, work::Variant::ALL.to_vec());
         assert_eq!(
-            (c.rate_hz, c.items, c.runs, c.capacity),
+            (c.rate_hz, c.items, c.run.runs, c.capacity),
             (1e6, 1_000_000, 5, 1024)
         );
         assert_eq!(c.modes, vec![Mode::Headline]);
-        assert_eq!(c.pins, vec![0, 1]);
+        assert_eq!(c.placement.threads(), vec![0, 1]);
+        assert_eq!(c.placement.control(), None);
         assert_eq!(
             config_of(&["--all"]).unwrap().modes,
             vec![Mode::Headline, Mode::Sweep, Mode::Throughput]

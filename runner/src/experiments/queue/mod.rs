@@ -14,13 +14,15 @@ pub use args::{config, QueueArgs};
 use crate::lab;
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
+use crate::lab::flags::Run;
 use crate::lab::fmt;
 use crate::lab::measure::Measured;
 pub use crate::lab::measure::Mode;
 use crate::lab::pacer;
+use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
-use crate::lab::session::{Plan, Session};
+use crate::lab::session::Session;
 use crate::lab::stop;
 use crate::lab::topology::Topology;
 use handoff_clock::Clock;
@@ -45,23 +47,14 @@ impl Experiment for Queue {
     const ABOUT: &'static str =
         "SPSC queue document: lock-free rings vs Boost vs mutex+condvar (document 002)";
     const RUNS: &'static str = "5";
+    const MAX_RUNS: usize = 1 << 20;
     const ROLES: &'static str = "producer, consumer[, control thread]";
     const A_RUN: &'static str =
         "one pass of --items items per variant and mode; the runs' histograms are merged";
     const ALL_FLAGS: &'static [&'static str] = &["--all"];
 
-    fn configure(a: &QueueArgs, topo: &Topology) -> Result<(Config, Option<String>)> {
-        config(a, topo)
-    }
-
-    fn placement(c: &Config, note: Option<String>) -> Plan {
-        Plan {
-            out: c.out.clone(),
-            roles: vec![("producer", c.pins[0]), ("consumer", c.pins[1])],
-            control: c.pins.get(2).copied(),
-            pin_note: note,
-            noise_seconds: c.noise_seconds,
-        }
+    fn configure(a: &QueueArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
+        config(a, run, topo)
     }
 
     fn run(cfg: &Config, session: &mut Session) -> Result<Outcome> {
@@ -73,29 +66,26 @@ impl Experiment for Queue {
 /// Everything `runner queue` was asked to do (after validation).
 #[derive(Clone, Debug, Serialize)]
 pub struct Config {
+    /// `--runs`, `--out`, `--noise-seconds`, validated by the frame.
+    #[serde(flatten)]
+    pub run: Run,
+    /// Where the threads run.
+    pub placement: Placement,
     /// Variants, in order.
     #[serde(serialize_with = "ser_variants")]
     pub variants: Vec<Variant>,
-    /// Producer core, consumer core, control-thread core.
-    pub pins: Vec<usize>,
     /// Offered rate of the headline mode.
     pub rate_hz: f64,
     /// Items per run.
     pub items: usize,
-    /// Outer runs.
-    pub runs: usize,
     /// Queue capacity.
     pub capacity: usize,
-    /// Output directory.
-    pub out: std::path::PathBuf,
     /// Modes to run.
     pub modes: Vec<Mode>,
     /// Sweep: seconds of offered load per point and run (caps the items at low rates).
     pub sweep_seconds: f64,
     /// Sweep: fewest items per point and run.
     pub sweep_min_items: usize,
-    /// Seconds of the scheduling-noise probe before and after the runs (0: none).
-    pub noise_seconds: f64,
 }
 
 fn ser_variants<S: serde::Serializer>(v: &[Variant], s: S) -> Result<S::Ok, S::Error> {
@@ -206,7 +196,7 @@ pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -
         &out.cells,
         |c| (c.mode, c.offered_hz.map(f64::to_bits)),
         |c| c.unavailable.is_none(),
-        |_| cfg.runs,
+        |_| cfg.run.runs,
     );
     let label = |c: &Cell| {
         let at = c.offered_hz.map(|r| format!(" @ {}", fmt::rate(r)));
@@ -223,8 +213,8 @@ pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -
             capacity: cfg.capacity,
             rate_hz: cell.offered_hz,
             timer: clock.timer(),
-            producer_cpu: cfg.pins[0],
-            consumer_cpu: cfg.pins[1],
+            producer_cpu: cfg.placement.producer(),
+            consumer_cpu: cfg.placement.consumer(),
             stop: stop::flag(),
         };
         let data = run_once(cell.variant, &spec)?;

@@ -70,13 +70,13 @@ impl Report<Config> for Outcome {
                 Mode::Headline => measure::table(
                     &format!(
                         "headline: paced at {}, {} runs x {} items, capacity {}, latency = producer stamp before push -> consumer stamp after pop",
-                        fmt_rate(cfg.rate_hz), cfg.runs, cfg.items, cfg.capacity
+                        fmt_rate(cfg.rate_hz), cfg.run.runs, cfg.items, cfg.capacity
                     ),
                     self.of(Mode::Headline).map(Cell::row),
                 ),
                 Mode::Sweep => sweep_table(self, cfg),
                 Mode::Throughput => measure::table(
-                    &format!("throughput: unpaced, {} runs x {} items, capacity {} (medians of runs)", cfg.runs, cfg.items, cfg.capacity),
+                    &format!("throughput: unpaced, {} runs x {} items, capacity {} (medians of runs)", cfg.run.runs, cfg.items, cfg.capacity),
                     self.of(Mode::Throughput).map(Cell::row),
                 ),
             })
@@ -132,7 +132,7 @@ impl Report<Config> for Outcome {
 
 /// Every chart of the modes that ran.
 fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
-    let dir = &cfg.out;
+    let dir = &cfg.run.out;
     let mut files = Outputs::new();
     let headline: Vec<(&str, &Measured)> = out
         .of(Mode::Headline)
