@@ -228,6 +228,27 @@ impl Timer {
         }
     }
 
+    /// A stamp as the documents take it, with the cpu it ran on: `rdtscp; lfence` on
+    /// the TSC (ordered after everything before it, and nothing after it starts
+    /// first), a monotonic read and no cpu otherwise.
+    ///
+    /// ```
+    /// let t = handoff_clock::Clock::calibrate().timer();
+    /// let (a, _cpu) = t.stamp();
+    /// assert!(t.stamp().0 >= a);
+    /// ```
+    #[inline(always)]
+    pub fn stamp(self) -> (u64, Option<u32>) {
+        match self.source {
+            #[cfg(target_arch = "x86_64")]
+            Source::Tsc => {
+                let (t, aux) = tsc::rdtscp_ordered();
+                (t, Some(tsc::cpu_of(aux)))
+            }
+            _ => (monotonic_ticks(), None),
+        }
+    }
+
     /// `ticks` in nanoseconds, unrounded.
     #[inline]
     pub fn ns(self, ticks: u64) -> f64 {

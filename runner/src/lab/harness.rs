@@ -8,7 +8,7 @@
 //! (producer, consumer, background heap thread).
 
 use super::error::{Error, Result};
-use super::pacer::{self, Schedule};
+use super::pacer::Schedule;
 use super::pin;
 use handoff_clock::Timer;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -35,6 +35,14 @@ impl Start<'_> {
     /// The open-loop schedule at `rate_hz` (`None`: unpaced) from the shared origin.
     pub fn schedule(&self, rate_hz: Option<f64>) -> Schedule {
         Schedule::new(self.t0, rate_hz, self.timer)
+    }
+
+    /// This role's stamps, with the check that each was taken on its core.
+    pub fn stamper(&self) -> Stamper {
+        Stamper {
+            timer: self.timer,
+            cpu: self.cpu as u32,
+        }
     }
 }
 
@@ -93,7 +101,7 @@ pub fn run<R: Send>(
                     let pinned = pin::pin_current(role.cpu);
                     failed.fetch_or(pinned.is_err(), Ordering::Relaxed);
                     if ready.wait().is_leader() {
-                        origin.store(pacer::now() + lead, Ordering::Relaxed);
+                        origin.store(timer.now() + lead, Ordering::Relaxed);
                     }
                     // The second barrier orders the origin store before every load.
                     go.wait();
@@ -145,23 +153,29 @@ pub fn wait_due(i: usize, sched: &mut Schedule, stop: &AtomicU8) {
         sched.period_ticks = 0.0;
     }
     if sched.is_paced() {
-        pacer::wait_until(sched.due(i as u64));
+        sched.wait_until(sched.due(i as u64));
     }
 }
 
-/// A stamp as the documents take it (`rdtscp; lfence`) and whether it was taken off
-/// core `cpu` (1) or on it (0).
-#[inline(always)]
-pub fn stamp(cpu: u32) -> (u64, u64) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let (t, aux) = handoff_clock::tsc::rdtscp_ordered();
-        (t, u64::from(handoff_clock::tsc::cpu_of(aux) != cpu))
+/// What a role stamps with: the calibrated timer and the core the role was pinned to.
+#[derive(Clone, Copy, Debug)]
+pub struct Stamper {
+    timer: Timer,
+    cpu: u32,
+}
+
+impl Stamper {
+    /// A stamp as the documents take it ([`Timer::stamp`]: `rdtscp; lfence`) and
+    /// whether it was taken off the role's core (1) or on it (0).
+    #[inline(always)]
+    pub fn take(self) -> (u64, u64) {
+        let (t, cpu) = self.timer.stamp();
+        (t, u64::from(cpu.is_some_and(|c| c != self.cpu)))
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = cpu;
-        unreachable!("the lab stamps with rdtscp (x86_64 only)")
+
+    /// The role's core.
+    pub fn cpu(self) -> u32 {
+        self.cpu
     }
 }
 
@@ -209,9 +223,9 @@ pub fn together(
         .map(|t| {
             let work = &work;
             Role::new(pins[t % pins.len()], move |_| {
-                let s = pacer::now();
+                let s = timer.now();
                 work(t);
-                (s, pacer::now())
+                (s, timer.now())
             })
         })
         .collect();

@@ -8,13 +8,15 @@ use handoff_clock::Timer;
 /// The fraction of the offered rate below which a run is flagged.
 pub const MIN_ACHIEVED_FRACTION: f64 = 0.95;
 
-/// A send schedule in TSC ticks.
+/// A send schedule in TSC ticks, and the timer whose reads it waits on.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Schedule {
     /// Origin: item 0 is due here.
     pub t0: u64,
     /// Ticks between items; 0 means unpaced (every item is due at `t0`).
     pub period_ticks: f64,
+    /// The clock the ticks are of.
+    pub timer: Timer,
 }
 
 impl Schedule {
@@ -32,7 +34,11 @@ impl Schedule {
             Some(r) if r > 0.0 && r.is_finite() => timer.period_ticks(r),
             _ => 0.0,
         };
-        Schedule { t0, period_ticks }
+        Schedule {
+            t0,
+            period_ticks,
+            timer,
+        }
     }
 
     /// When item `i` is due: `t0 + floor(i * period)`. The C++ pacer computes the same
@@ -47,26 +53,14 @@ impl Schedule {
     pub fn is_paced(&self) -> bool {
         self.period_ticks > 0.0
     }
-}
 
-/// Spins until the TSC reaches `due`. No `pause` in the loop: on the KVM guests this
-/// project is developed on, `pause` in a tight loop triggers pause-loop exits that cost
-/// microseconds (docs/methodology.md).
-#[inline(always)]
-pub fn wait_until(due: u64) {
-    while now() < due {}
-}
-
-/// A plain TSC read (unordered: only used to wait, never to stamp).
-#[inline(always)]
-pub fn now() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        handoff_clock::tsc::rdtsc()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        0
+    /// Spins until the clock reaches `due` (unordered reads: this waits, it never
+    /// stamps). No `pause` in the loop: on the KVM guests this project is developed
+    /// on, `pause` in a tight loop triggers pause-loop exits that cost microseconds
+    /// (docs/methodology.md).
+    #[inline(always)]
+    pub fn wait_until(&self, due: u64) {
+        while self.timer.now() < due {}
     }
 }
 
@@ -178,8 +172,10 @@ mod tests {
 
     #[test]
     fn wait_until_waits() {
-        let due = now() + 100_000;
-        wait_until(due);
-        assert!(now() >= due || cfg!(not(target_arch = "x86_64")));
+        let timer = handoff_clock::Clock::calibrate().timer();
+        let s = Schedule::new(timer.now(), Some(1e6), timer);
+        let due = timer.now() + 100_000;
+        s.wait_until(due);
+        assert!(timer.now() >= due);
     }
 }

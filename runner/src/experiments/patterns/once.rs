@@ -6,7 +6,6 @@ use super::work::{bug, Order, Tick, Tick64};
 use super::Config;
 use crate::lab::error::{Error, Result};
 use crate::lab::harness::on_core;
-use crate::lab::pacer::now;
 use crate::lab::stop;
 use handoff_clock::{Clock, Timer};
 use handoff_pool::numa::{self, Placement};
@@ -209,13 +208,13 @@ pub fn numa_access(cfg: &Config, timer: Timer, allowed: &[usize]) -> Result<Numa
     let passes = cfg.numa_passes;
     let sum_on = |cpu: usize| -> Result<f64> {
         let ticks = on_core(timer, stop::flag(), cpu, move || {
-            let t0 = now();
+            let t0 = timer.now();
             let mut sum = 0.0;
             for _ in 0..passes {
                 sum += data.iter().sum::<f64>();
             }
             black_box(sum);
-            now() - t0
+            timer.now() - t0
         })?;
         Ok((bytes * passes) as f64 / timer.seconds(ticks) / 1e9)
     };

@@ -6,7 +6,6 @@
 use super::Config;
 use crate::lab::error::{Error, Result};
 use crate::lab::harness::{on_core, together};
-use crate::lab::pacer::now;
 use crate::lab::stop;
 use handoff_clock::Timer;
 use handoff_pool::policy::{LockFree, Locked, Policy, ThreadCached};
@@ -87,7 +86,7 @@ pub fn arena_vs_malloc(cfg: &Config, timer: Timer, malloc_first: bool) -> Result
     let cpu = cfg.placement.first();
     let malloc = || {
         on_core(timer, stop::flag(), cpu, move || {
-            let t0 = now();
+            let t0 = timer.now();
             for i in 0..iters {
                 let mut ptrs: Vec<Box<Tick>> = Vec::with_capacity(per);
                 for j in 0..per {
@@ -95,12 +94,12 @@ pub fn arena_vs_malloc(cfg: &Config, timer: Timer, malloc_first: bool) -> Result
                 }
                 black_box(&ptrs);
             }
-            now() - t0
+            timer.now() - t0
         })
     };
     let arena = || {
         on_core(timer, stop::flag(), cpu, move || {
-            let t0 = now();
+            let t0 = timer.now();
             let mut arena = BumpArena::new(size_of::<Tick>() * per * 2).unwrap_or_else(|e| bug(e));
             for i in 0..iters {
                 arena.reset();
@@ -111,7 +110,7 @@ pub fn arena_vs_malloc(cfg: &Config, timer: Timer, malloc_first: bool) -> Result
                     black_box(t);
                 }
             }
-            now() - t0
+            timer.now() - t0
         })
     };
     if malloc_first {
@@ -144,18 +143,18 @@ pub fn typed_pool_vs_box(cfg: &Config, timer: Timer, box_first: bool) -> Result<
     let boxed = || {
         on_core(timer, stop::flag(), cpu, move || {
             let mut v: Vec<Box<Order>> = Vec::with_capacity(n);
-            let t0 = now();
+            let t0 = timer.now();
             for i in 0..n as u64 {
                 v.push(Box::new(Order::new(i)));
             }
             v.clear();
-            now() - t0
+            timer.now() - t0
         })
     };
     let pooled = || {
         on_core(timer, stop::flag(), cpu, move || {
             let mut v = Vec::with_capacity(n);
-            let t0 = now();
+            let t0 = timer.now();
             let pool =
                 Pool::<Order>::new(Capacity::Grow { first_block: 4096 }).unwrap_or_else(|e| bug(e));
             let mut pass = || {
@@ -170,9 +169,9 @@ pub fn typed_pool_vs_box(cfg: &Config, timer: Timer, box_first: bool) -> Result<
                 }
             };
             pass();
-            let t1 = now();
+            let t1 = timer.now();
             pass();
-            let t2 = now();
+            let t2 = timer.now();
             (t1 - t0, t2 - t1)
         })
     };
@@ -309,12 +308,18 @@ fn accept(o: &Order, limits: &[f64; 64]) -> bool {
 /// cancelled (released) to make room. With `latency`, each order is timed from its
 /// allocation to the end of the cancel.
 #[inline(always)]
-fn orders_loop(source: Source, n: usize, limits: &[f64; 64], mut latency: Option<&mut Latency>) {
+fn orders_loop(
+    timer: Timer,
+    source: Source,
+    n: usize,
+    limits: &[f64; 64],
+    mut latency: Option<&mut Latency>,
+) {
     let mut rejected = 0u64;
     macro_rules! run {
         ($book:ident, $make:expr) => {
             for i in 0..n as u64 {
-                let t0 = if latency.is_some() { now() } else { 0 };
+                let t0 = if latency.is_some() { timer.now() } else { 0 };
                 let o = $make(i);
                 if accept(&o, limits) {
                     if $book.len() == BOOK {
@@ -325,7 +330,7 @@ fn orders_loop(source: Source, n: usize, limits: &[f64; 64], mut latency: Option
                     rejected += 1;
                 }
                 if let Some(l) = latency.as_deref_mut() {
-                    l.record(now() - t0);
+                    l.record(timer.now() - t0);
                 }
             }
         };
@@ -357,12 +362,12 @@ pub fn process(cfg: &Config, timer: Timer, source: Source) -> Result<Processed> 
     }
     on_core(timer, stop::flag(), cpu, move || {
         let mut latency = Latency::with_unit(Unit::Ticks);
-        orders_loop(source, n, &limits, Some(&mut latency));
-        let start = now();
-        orders_loop(source, n, &limits, None);
+        orders_loop(timer, source, n, &limits, Some(&mut latency));
+        let start = timer.now();
+        orders_loop(timer, source, n, &limits, None);
         Processed {
             latency,
-            total: now() - start,
+            total: timer.now() - start,
         }
     })
 }

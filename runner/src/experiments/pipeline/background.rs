@@ -5,7 +5,6 @@
 //! random class, touching it).
 
 use crate::lab::harness::Start;
-use crate::lab::pacer;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -78,19 +77,19 @@ pub fn churn(
     let sched = s.schedule(Some(rate_hz));
     let mut rng = Rng(seed | 1);
     let mut ops = 0u64;
-    let start = pacer::now().max(s.t0);
+    let start = sched.timer.now().max(s.t0);
     loop {
         if ops & 63 == 0 && (done.load(Ordering::Relaxed) || s.stop.load(Ordering::Relaxed) != 0) {
             break;
         }
         let due = sched.due(ops);
         if shared {
-            if pacer::now() < due {
+            if sched.timer.now() < due {
                 std::thread::sleep(SHARED_SLEEP);
                 continue;
             }
         } else {
-            pacer::wait_until(due);
+            sched.wait_until(due);
         }
         let r = rng.next();
         let slot = (r as usize) % LIVE;
@@ -99,7 +98,7 @@ pub fn churn(
         black_box(&live[slot]);
         ops += 1;
     }
-    let end = pacer::now();
+    let end = sched.timer.now();
     drop(live);
     BgReport {
         ops,

@@ -11,7 +11,7 @@ use super::background::{self, BgReport};
 use super::order::{Order, Risk};
 use crate::lab;
 use crate::lab::error::{Error, Result};
-use crate::lab::harness::{self, stamp, wait_due, Role, Start};
+use crate::lab::harness::{self, wait_due, Role, Start};
 use crate::lab::measure::Stamps;
 use crate::lab::pacer::Schedule;
 use handoff_clock::Timer;
@@ -239,12 +239,12 @@ fn roles<A: Alloc, F: Free<Obj = A::Obj>>(
     let mut list: Vec<Role<'_, Out>> = Vec::new();
     let (send_ref, before_ref) = (&mut send, &mut before);
     list.push(Role::new(spec.producer_cpu, move |s: Start<'_>| {
-        let cpu = s.cpu as u32;
+        let at = s.stamper();
         let mut sched = s.schedule(rate);
         let mut off = 0;
         for (i, (slot, pre)) in send_ref.iter_mut().zip(before_ref.iter_mut()).enumerate() {
             wait_due(i, &mut sched, s.stop);
-            let (t_pre, o1) = stamp(cpu);
+            let (t_pre, o1) = at.take();
             let mut order = Order::new(i as u64);
             let mut obj = loop {
                 match alloc.alloc(order) {
@@ -252,7 +252,7 @@ fn roles<A: Alloc, F: Free<Obj = A::Obj>>(
                     Err(back) => order = back,
                 }
             };
-            let (t, o2) = stamp(cpu);
+            let (t, o2) = at.take();
             obj.ts_create_tsc = t;
             *pre = t_pre;
             *slot = t;
@@ -268,7 +268,7 @@ fn roles<A: Alloc, F: Free<Obj = A::Obj>>(
     }));
     let (recv_ref, done_ref, finished_ref) = (&mut recv, &mut done, &finished);
     list.push(Role::new(spec.consumer_cpu, move |s: Start<'_>| {
-        let cpu = s.cpu as u32;
+        let at = s.stamper();
         let mut risk = Risk::new(rounds);
         let (mut off, mut bad) = (0, 0);
         for (k, (slot, fin)) in recv_ref.iter_mut().zip(done_ref.iter_mut()).enumerate() {
@@ -278,13 +278,13 @@ fn roles<A: Alloc, F: Free<Obj = A::Obj>>(
                 }
                 free.idle();
             };
-            let (t, o1) = stamp(cpu);
+            let (t, o1) = at.take();
             if !obj.is(k as u64) {
                 bad += 1;
             }
             risk.check(&mut obj, window);
             free.free(obj);
-            let (t_done, o2) = stamp(cpu);
+            let (t_done, o2) = at.take();
             *slot = t;
             *fin = t_done;
             off += o1 + o2;

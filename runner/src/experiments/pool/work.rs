@@ -4,7 +4,6 @@
 use super::Config;
 use crate::lab::error::{Error, Result};
 use crate::lab::harness::{on_core as one, together};
-use crate::lab::pacer::now;
 use crate::lab::stop;
 use handoff_clock::Timer;
 use handoff_pool::policy::{LockFree, Locked, Policy, SingleThreaded, ThreadCached};
@@ -211,11 +210,11 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
     match cell.scenario {
         Scenario::Bulk => {
             let (a, f) = one(timer, stop::flag(), cpu, move || match cell.contender {
-                Contender::SingleThreaded => bulk::<SingleThreaded>(n),
-                Contender::Locked => bulk::<Locked>(n),
-                Contender::LockFree => bulk::<LockFree>(n),
-                Contender::ThreadCached => bulk::<ThreadCached>(n),
-                Contender::Malloc | Contender::Mimalloc => bulk_malloc(n),
+                Contender::SingleThreaded => bulk::<SingleThreaded>(timer, n),
+                Contender::Locked => bulk::<Locked>(timer, n),
+                Contender::LockFree => bulk::<LockFree>(timer, n),
+                Contender::ThreadCached => bulk::<ThreadCached>(timer, n),
+                Contender::Malloc | Contender::Mimalloc => bulk_malloc(timer, n),
             })?;
             Ok(Sample {
                 ns: to_ns(a, n),
@@ -224,11 +223,11 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
         }
         Scenario::Interleaved => {
             let t = one(timer, stop::flag(), cpu, move || match cell.contender {
-                Contender::SingleThreaded => interleaved::<SingleThreaded>(n),
-                Contender::Locked => interleaved::<Locked>(n),
-                Contender::LockFree => interleaved::<LockFree>(n),
-                Contender::ThreadCached => interleaved::<ThreadCached>(n),
-                Contender::Malloc | Contender::Mimalloc => interleaved_malloc(n),
+                Contender::SingleThreaded => interleaved::<SingleThreaded>(timer, n),
+                Contender::Locked => interleaved::<Locked>(timer, n),
+                Contender::LockFree => interleaved::<LockFree>(timer, n),
+                Contender::ThreadCached => interleaved::<ThreadCached>(timer, n),
+                Contender::Malloc | Contender::Mimalloc => interleaved_malloc(timer, n),
             })?;
             Ok(Sample {
                 ns: to_ns(t, n),
@@ -240,7 +239,7 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
             let t = cell.threads;
             let wall = match cell.contender {
                 Contender::SingleThreaded => one(timer, stop::flag(), cpu, move || {
-                    interleaved::<SingleThreaded>(n)
+                    interleaved::<SingleThreaded>(timer, n)
                 })?,
                 Contender::Locked => concurrent::<Locked>(timer, pins, t, n)?,
                 Contender::LockFree => concurrent::<LockFree>(timer, pins, t, n)?,
@@ -255,34 +254,34 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
     }
 }
 
-fn bulk<P: Policy>(n: usize) -> (u64, u64) {
+fn bulk<P: Policy>(timer: Timer, n: usize) -> (u64, u64) {
     let pool = Pool::<Block, P>::new(Capacity::Fixed(n)).unwrap_or_else(|e| panic!("{e}"));
     let mut held = Vec::with_capacity(n);
-    let t0 = now();
+    let t0 = timer.now();
     for i in 0..n as u64 {
         match pool.alloc_raw(Block::new(i)) {
             Ok(r) => held.push(r),
             Err(_) => exhausted(),
         }
     }
-    let t1 = now();
+    let t1 = timer.now();
     for r in held.drain(..) {
         // Always `Ok`: every handle is this pool's.
         let _ = pool.free(r);
     }
-    let t2 = now();
+    let t2 = timer.now();
     (t1 - t0, t2 - t1)
 }
 
-fn bulk_malloc(n: usize) -> (u64, u64) {
+fn bulk_malloc(timer: Timer, n: usize) -> (u64, u64) {
     let mut held = Vec::with_capacity(n);
-    let t0 = now();
+    let t0 = timer.now();
     for i in 0..n as u64 {
         held.push(Box::new(Block::new(i)));
     }
-    let t1 = now();
+    let t1 = timer.now();
     held.clear();
-    let t2 = now();
+    let t2 = timer.now();
     black_box(&held);
     (t1 - t0, t2 - t1)
 }
@@ -299,12 +298,12 @@ fn interleaved_loop<P: Policy>(pool: &Pool<Block, P>, n: usize) {
     }
 }
 
-fn interleaved<P: Policy>(n: usize) -> u64 {
+fn interleaved<P: Policy>(timer: Timer, n: usize) -> u64 {
     let pool =
         Pool::<Block, P>::new(Capacity::Fixed(loop_slots(1))).unwrap_or_else(|e| panic!("{e}"));
-    let t0 = now();
+    let t0 = timer.now();
     interleaved_loop(&pool, n);
-    now() - t0
+    timer.now() - t0
 }
 
 #[inline(always)]
@@ -315,10 +314,10 @@ fn malloc_loop(n: usize) {
     }
 }
 
-fn interleaved_malloc(n: usize) -> u64 {
-    let t0 = now();
+fn interleaved_malloc(timer: Timer, n: usize) -> u64 {
+    let t0 = timer.now();
     malloc_loop(n);
-    now() - t0
+    timer.now() - t0
 }
 
 fn concurrent<P: Policy>(timer: Timer, pins: &[usize], threads: usize, n: usize) -> Result<u64>

@@ -7,7 +7,7 @@
 
 use crate::lab;
 use crate::lab::error::{Error, Result};
-use crate::lab::harness::{self, stamp, wait_due, Role, Start};
+use crate::lab::harness::{self, wait_due, Role, Stamper, Start};
 use crate::lab::measure::Stamps;
 use crate::lab::pacer::Schedule;
 use handoff_clock::Timer;
@@ -184,12 +184,12 @@ pub fn run_once(variant: Variant, spec: &RunSpec<'_>) -> Result<Stamps> {
 /// The producer side of a queue: runs its whole role on the calling (pinned) thread
 /// and returns the number of stamps taken off its core.
 trait Produce: Send {
-    fn produce(self, sched: Schedule, stamps: &mut [u64], cpu: u32, stop: &AtomicU8) -> u64;
+    fn produce(self, sched: Schedule, stamps: &mut [u64], at: Stamper, stop: &AtomicU8) -> u64;
 }
 
 /// The consumer side of a queue: returns (stamps off core, bad items).
 trait Consume: Send {
-    fn consume(self, stamps: &mut [u64], cpu: u32) -> (u64, u64);
+    fn consume(self, stamps: &mut [u64], at: Stamper) -> (u64, u64);
 }
 
 /// The producer and the consumer as the lab harness's two roles.
@@ -201,12 +201,12 @@ fn two_roles<P: Produce, C: Consume>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result
     let roles = vec![
         Role::new(spec.producer_cpu, |s: Start<'_>| {
             (
-                tx.produce(s.schedule(rate), &mut send, s.cpu as u32, s.stop),
+                tx.produce(s.schedule(rate), &mut send, s.stamper(), s.stop),
                 0,
             )
         }),
         Role::new(spec.consumer_cpu, |s: Start<'_>| {
-            rx.consume(&mut recv, s.cpu as u32)
+            rx.consume(&mut recv, s.stamper())
         }),
     ];
     let (t0, out) = harness::run(spec.timer, spec.stop, roles)?;
@@ -278,14 +278,14 @@ impl<T: SpinTx + Send> Produce for SpinP<T> {
         mut self,
         mut sched: Schedule,
         stamps: &mut [u64],
-        cpu: u32,
+        at: Stamper,
         stop: &AtomicU8,
     ) -> u64 {
         let mut off = 0;
         for (i, slot) in stamps.iter_mut().enumerate() {
             wait_due(i, &mut sched, stop);
             let mut tick = Tick::new(i as u64);
-            let (t, o) = stamp(cpu);
+            let (t, o) = at.take();
             *slot = t;
             off += o;
             while let Err(back) = self.0.try_push(tick) {
@@ -297,7 +297,7 @@ impl<T: SpinTx + Send> Produce for SpinP<T> {
 }
 
 impl<R: SpinRx + Send> Consume for SpinC<R> {
-    fn consume(mut self, stamps: &mut [u64], cpu: u32) -> (u64, u64) {
+    fn consume(mut self, stamps: &mut [u64], at: Stamper) -> (u64, u64) {
         let (mut off, mut bad) = (0, 0);
         for (k, slot) in stamps.iter_mut().enumerate() {
             let tick = loop {
@@ -305,7 +305,7 @@ impl<R: SpinRx + Send> Consume for SpinC<R> {
                     break t;
                 }
             };
-            let (t, o) = stamp(cpu);
+            let (t, o) = at.take();
             off += o;
             if !tick.is(k as u64) {
                 bad += 1;
@@ -341,13 +341,13 @@ struct Blocking<'a>(&'a MutexQueue);
 const POISON: &str = "the queue mutex was poisoned by a panicking thread";
 
 impl Produce for Blocking<'_> {
-    fn produce(self, mut sched: Schedule, stamps: &mut [u64], cpu: u32, stop: &AtomicU8) -> u64 {
+    fn produce(self, mut sched: Schedule, stamps: &mut [u64], at: Stamper, stop: &AtomicU8) -> u64 {
         let m = self.0;
         let mut off = 0;
         for (i, slot) in stamps.iter_mut().enumerate() {
             wait_due(i, &mut sched, stop);
             let tick = Tick::new(i as u64);
-            let (t, o) = stamp(cpu);
+            let (t, o) = at.take();
             *slot = t;
             off += o;
             {
@@ -365,7 +365,7 @@ impl Produce for Blocking<'_> {
 }
 
 impl Consume for Blocking<'_> {
-    fn consume(self, stamps: &mut [u64], cpu: u32) -> (u64, u64) {
+    fn consume(self, stamps: &mut [u64], at: Stamper) -> (u64, u64) {
         let m = self.0;
         let (mut off, mut bad) = (0, 0);
         for (k, slot) in stamps.iter_mut().enumerate() {
@@ -375,7 +375,7 @@ impl Consume for Blocking<'_> {
                 g.pop_front().expect("not empty")
             };
             m.not_full.notify_one();
-            let (t, o) = stamp(cpu); // after unlock, as in the document
+            let (t, o) = at.take(); // after unlock, as in the document
             off += o;
             if !tick.is(k as u64) {
                 bad += 1;
@@ -391,11 +391,11 @@ impl Consume for Blocking<'_> {
 struct Cpp<S>(S);
 
 impl Produce for Cpp<cpp_baseline::ProducerSide> {
-    fn produce(mut self, sched: Schedule, stamps: &mut [u64], cpu: u32, stop: &AtomicU8) -> u64 {
+    fn produce(mut self, sched: Schedule, stamps: &mut [u64], at: Stamper, stop: &AtomicU8) -> u64 {
         let r = self.0.run(cpp_baseline::Role {
             t0: sched.t0,
             period_ticks: sched.period_ticks,
-            cpu,
+            cpu: at.cpu(),
             stamps,
             stop,
         });
@@ -404,12 +404,12 @@ impl Produce for Cpp<cpp_baseline::ProducerSide> {
 }
 
 impl Consume for Cpp<cpp_baseline::ConsumerSide> {
-    fn consume(mut self, stamps: &mut [u64], cpu: u32) -> (u64, u64) {
+    fn consume(mut self, stamps: &mut [u64], at: Stamper) -> (u64, u64) {
         static NEVER: AtomicU8 = AtomicU8::new(0);
         let r = self.0.run(cpp_baseline::Role {
             t0: 0,
             period_ticks: 0.0,
-            cpu,
+            cpu: at.cpu(),
             stamps,
             stop: &NEVER,
         });
