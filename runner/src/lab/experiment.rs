@@ -44,6 +44,9 @@ pub trait Experiment: Sync + 'static {
     const ROLES: &'static str;
     /// What one run is, for its `--help`.
     const A_RUN: &'static str;
+    /// What `--sweep` sweeps, for its `--help` (an experiment that flattens
+    /// [`Modes`](super::paced::Modes) into its flags; empty otherwise).
+    const SWEEP: &'static str = "";
     /// The flags `runner all` gives it (before `--out`): its complete run.
     const ALL_FLAGS: &'static [&'static str] = &[];
     /// The task a child runner runs for it (an allocator contender that needs another
@@ -170,7 +173,10 @@ impl<E: Experiment> Entry for E {
 /// `E`'s subcommand: its flags, its about line, the common flags' words.
 fn command<E: Experiment>() -> clap::Command {
     // The about goes on after the flags: `augment_args` would put the struct's doc.
-    let cmd = E::Args::augment_args(clap::Command::new(E::NAME)).about(E::ABOUT);
+    let mut cmd = E::Args::augment_args(clap::Command::new(E::NAME)).about(E::ABOUT);
+    if !E::SWEEP.is_empty() {
+        cmd = cmd.mut_arg("sweep", |a| a.help(E::SWEEP));
+    }
     Common::explain(cmd, E::RUNS, E::ROLES, E::A_RUN)
 }
 

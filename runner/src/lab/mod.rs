@@ -14,6 +14,7 @@ pub mod fmt;
 pub mod harness;
 pub mod measure;
 pub mod noise;
+pub mod paced;
 pub mod pacer;
 pub mod pin;
 pub mod results;

@@ -4,6 +4,7 @@ use super::work::{self, Variant};
 use super::{Config, Mode};
 use crate::lab::error::{Error, Result};
 use crate::lab::flags::{self, Run};
+use crate::lab::paced;
 use crate::lab::pin::{self, Placement};
 use crate::lab::topology::{format_cpu_list, Topology};
 use clap::Args;
@@ -35,15 +36,9 @@ pub struct PipelineArgs {
     /// Background heap threads (0: none)
     #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = flags::count_value)]
     pub bg_threads: usize,
-    /// Run the paced headline (5 x 1M at 1 MHz, background at --bg-rate)
-    #[arg(long)]
-    pub headline: bool,
-    /// Run the background-pressure sweep: no T_bg, then 8 rates from 100 k/s to 10 M/s
-    #[arg(long)]
-    pub sweep: bool,
-    /// Run unpaced (orders per second)
-    #[arg(long)]
-    pub throughput: bool,
+    /// `--headline`, `--sweep`, `--throughput`, `--all`.
+    #[command(flatten)]
+    pub modes: paced::Modes,
     /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
     #[command(flatten)]
     pub common: flags::Common,
@@ -67,19 +62,9 @@ pub fn config(a: &PipelineArgs, run: &Run, topo: &Topology) -> Result<(Config, P
     }
     let bg_rate_hz = flags::rate("bg-rate", a.bg_rate, 1e8)?;
     let bg_threads = flags::count_in("bg-threads", a.bg_threads, 0, 64, "thread")?;
-    let mut modes = Vec::new();
-    if a.headline {
-        modes.push(Mode::Headline);
-    }
-    if a.sweep {
-        modes.push(Mode::Sweep);
-    }
-    if a.throughput {
-        modes.push(Mode::Throughput);
-    }
-    if modes.is_empty() {
-        modes = vec![Mode::Headline, Mode::Sweep, Mode::Throughput];
-    }
+    let modes = a
+        .modes
+        .chosen(&[Mode::Headline, Mode::Sweep, Mode::Throughput]);
     let bg_needed = bg_threads.max(usize::from(modes.contains(&Mode::Sweep)));
     let (cores, bg_shares_core, note) = placement(a, bg_needed, topo)?;
     let placement = cores[2..].iter().fold(

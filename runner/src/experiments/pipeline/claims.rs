@@ -164,10 +164,10 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
     if malloc.len() > 1 {
         let peak = malloc
             .iter()
-            .filter(|c| c.bg_rate_hz.is_some())
+            .filter(|c| c.extra.bg_rate_hz.is_some())
             .max_by(|a, b| p(a, 0.999).total_cmp(&p(b, 0.999)));
         if let Some(peak) = peak {
-            let at = peak.bg_rate_hz.unwrap_or(0.0);
+            let at = peak.extra.bg_rate_hz.unwrap_or(0.0);
             let last = malloc.last().map(|c| p(c, 0.999)).unwrap_or(0.0);
             v.push(Claim::new(
                 "malloc-non-monotonic",

@@ -21,8 +21,9 @@ use crate::lab::experiment::Experiment;
 use crate::lab::flags::Run;
 use crate::lab::fmt;
 use crate::lab::harness::{self, Role};
+use crate::lab::measure;
 pub use crate::lab::measure::Mode;
-use crate::lab::measure::{self, Measured};
+use crate::lab::paced;
 use crate::lab::pacer;
 use crate::lab::pin::Placement;
 use crate::lab::rotate;
@@ -58,6 +59,8 @@ impl Experiment for Pipeline {
     const MAX_RUNS: usize = 1 << 20;
     const ROLES: &'static str = "producer, consumer, background[, more background]";
     const A_RUN: &'static str = "one pass of --items orders per variant in the headline and throughput modes (histograms merged); the sweep runs once per point";
+    const SWEEP: &'static str =
+        "Run the background-pressure sweep: no T_bg, then 8 rates from 100 k/s to 10 M/s";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((child::CHILD_TASK, child::child_task));
 
     fn configure(a: &PipelineArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
@@ -147,18 +150,21 @@ impl Config {
 
 /// One (mode, variant, background rate) cell: its merged runs (`lab::measure`, through
 /// `Deref`) and the pipeline's own figures.
-#[derive(Clone, Debug)]
-pub struct Cell {
-    /// Mode.
-    pub mode: Mode,
-    /// Variant.
-    pub variant: Variant,
+pub type Cell = paced::Cell<Variant, Load>;
+
+impl paced::Named for Variant {
+    fn name(self) -> &'static str {
+        Variant::name(self)
+    }
+}
+
+/// A pipeline cell's own figures: its background load and the costs on each side.
+#[derive(Clone, Debug, Default)]
+pub struct Load {
     /// Background operations per second per thread (`None`: no background thread).
     pub bg_rate_hz: Option<f64>,
     /// Background threads.
     pub bg_threads: usize,
-    /// Create -> dequeue latency and the rest.
-    pub measured: Measured,
     /// Stamp before the allocation -> stamp after it (the producer's allocation cost), ns.
     pub alloc_ns: Latency,
     /// Dequeue -> checked and freed (the consumer's work per order), ns.
@@ -169,38 +175,29 @@ pub struct Cell {
     pub exhausted: u64,
 }
 
-impl std::ops::Deref for Cell {
-    type Target = Measured;
-
-    fn deref(&self) -> &Measured {
-        &self.measured
-    }
-}
-
 impl Cell {
-    /// The table row of this cell.
-    pub fn row(&self) -> measure::Row<'_> {
-        (self.variant.name(), Ok(&self.measured))
-    }
-
     /// Median achieved background rate over the runs.
     pub fn bg_achieved_hz(&self) -> Option<f64> {
-        measure::median(self.bg_achieved.clone())
+        measure::median(self.extra.bg_achieved.clone())
     }
 
     fn add(&mut self, raw: &work::RunRaw, clock: &Clock) -> Result<()> {
         for (&pre, &t) in raw.before_alloc.iter().zip(&raw.stamps.send) {
-            self.alloc_ns
+            self.extra
+                .alloc_ns
                 .record(clock.ticks_to_ns(t.saturating_sub(pre)));
         }
         for (&r, &d) in raw.stamps.recv.iter().zip(&raw.done) {
-            self.service_ns
+            self.extra
+                .service_ns
                 .record(clock.ticks_to_ns(d.saturating_sub(r)));
         }
         if !raw.bg.is_empty() {
-            self.bg_achieved.push(raw.bg.iter().map(|b| b.rate()).sum());
+            self.extra
+                .bg_achieved
+                .push(raw.bg.iter().map(|b| b.rate()).sum());
         }
-        self.exhausted += raw.exhausted;
+        self.extra.exhausted += raw.exhausted;
         self.measured.add(&raw.stamps, clock, self.variant.name())
     }
 }
@@ -259,23 +256,18 @@ pub fn execute(
         let offered = (mode != Mode::Throughput).then_some(cfg.rate_hz);
         for (bg, bg_threads) in points {
             for &v in &cfg.variants {
-                out.cells.push(Cell {
-                    mode,
-                    variant: v,
+                let load = Load {
                     bg_rate_hz: bg,
                     bg_threads,
-                    measured: Measured::new(offered, cfg.items),
-                    alloc_ns: Latency::new(),
-                    service_ns: Latency::new(),
-                    bg_achieved: Vec::new(),
-                    exhausted: 0,
-                });
+                    ..Load::default()
+                };
+                out.cells.push(Cell::new(mode, v, offered, cfg.items, load));
             }
         }
     }
     let plan = rotate::group_by(
         &out.cells,
-        |c| (c.mode, c.bg_rate_hz.map(f64::to_bits)),
+        |c| (c.mode, c.extra.bg_rate_hz.map(f64::to_bits)),
         |_| true,
         |c| {
             if c.mode == Mode::Sweep {
@@ -287,6 +279,7 @@ pub fn execute(
     );
     let label = |c: &Cell| {
         let bg = c
+            .extra
             .bg_rate_hz
             .map(|r| format!(", background {}", fmt::ops(r)));
         let bg = bg.unwrap_or_else(|| ", no background".into());
@@ -301,8 +294,8 @@ pub fn execute(
             timer,
             producer_cpu: cfg.placement.producer(),
             consumer_cpu: cfg.placement.consumer(),
-            bg_cpus: cfg.background_cores(cell.bg_threads),
-            bg_rate_hz: cell.bg_rate_hz.unwrap_or(1.0),
+            bg_cpus: cfg.background_cores(cell.extra.bg_threads),
+            bg_rate_hz: cell.extra.bg_rate_hz.unwrap_or(1.0),
             bg_shares_core: cfg.bg_shares_core,
             risk_rounds: rounds,
             window_ticks: clock.ns_to_ticks(WINDOW_NS),

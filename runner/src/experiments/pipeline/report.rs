@@ -2,24 +2,25 @@
 //! JSON (`lab::schema`) and the SVG charts.
 
 use super::{Cell, Config, Mode, Outcome};
-use crate::lab::chart::{self, Series};
+use crate::lab::chart::Series;
 use crate::lab::claims::Claim;
 use crate::lab::error::Result;
 use crate::lab::experiment::Report;
 use crate::lab::fmt::{self, ns as fmt_ns};
-use crate::lab::measure::{self, Measured};
+use crate::lab::measure;
 use crate::lab::noise::Probes;
+use crate::lab::paced;
 use crate::lab::results::Outputs;
 use crate::lab::schema::{Better, Sweep, Unit, Variant};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
 fn bg_text(c: &Cell) -> String {
-    match c.bg_rate_hz {
+    match c.extra.bg_rate_hz {
         None => "no background".into(),
         Some(r) => format!(
             "background {} x {} asked, {} achieved",
-            c.bg_threads,
+            c.extra.bg_threads,
             fmt::ops(r),
             c.bg_achieved_hz()
                 .map(fmt::ops)
@@ -34,7 +35,10 @@ fn costs(cells: &[&Cell]) -> String {
         "  costs per order (p50 / p99): allocation on the producer; check + free on the consumer\n",
     );
     for c in cells {
-        let (a, sv) = (c.alloc_ns.percentiles(), c.service_ns.percentiles());
+        let (a, sv) = (
+            c.extra.alloc_ns.percentiles(),
+            c.extra.service_ns.percentiles(),
+        );
         let _ = writeln!(
             s,
             "  {:<22} alloc {:>7} / {:>7}   check+free {:>7} / {:>7}{}",
@@ -43,8 +47,8 @@ fn costs(cells: &[&Cell]) -> String {
             fmt_ns(a.p99 as f64),
             fmt_ns(sv.p50 as f64),
             fmt_ns(sv.p99 as f64),
-            if c.exhausted > 0 {
-                format!("   pool exhausted {} times (retried)", c.exhausted)
+            if c.extra.exhausted > 0 {
+                format!("   pool exhausted {} times (retried)", c.extra.exhausted)
             } else {
                 String::new()
             }
@@ -108,7 +112,10 @@ fn sweep_table(out: &Outcome, cfg: &Config) -> String {
                 s,
                 "  {:<22} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}{}",
                 "",
-                c.bg_rate_hz.map(fmt::ops).unwrap_or_else(|| "none".into()),
+                c.extra
+                    .bg_rate_hz
+                    .map(fmt::ops)
+                    .unwrap_or_else(|| "none".into()),
                 c.bg_achieved_hz()
                     .map(fmt::ops)
                     .unwrap_or_else(|| "-".into()),
@@ -145,16 +152,19 @@ impl Report<Config> for Outcome {
             .filter(|c| c.mode != Mode::Sweep)
             .map(|c| {
                 let mut v = c.measured.variant(c.variant.name());
-                let (a, sv) = (c.alloc_ns.percentiles(), c.service_ns.percentiles());
+                let (a, sv) = (
+                    c.extra.alloc_ns.percentiles(),
+                    c.extra.service_ns.percentiles(),
+                );
                 v.figure("alloc_p50", Unit::Ns, Better::Lower, a.p50 as f64, [])
                     .figure("check_free_p50", Unit::Ns, Better::Lower, sv.p50 as f64, [])
                     .set("mode", c.mode.name())
                     .set("alloc_ns", a)
                     .set("check_and_free_ns", sv)
-                    .set("bg_rate_ops_per_s", c.bg_rate_hz)
-                    .set("bg_threads", c.bg_threads)
+                    .set("bg_rate_ops_per_s", c.extra.bg_rate_hz)
+                    .set("bg_threads", c.extra.bg_threads)
                     .set("bg_achieved_ops_per_s", c.bg_achieved_hz())
-                    .set("pool_exhausted", c.exhausted);
+                    .set("pool_exhausted", c.extra.exhausted);
                 v
             })
             .collect()
@@ -175,8 +185,8 @@ impl Report<Config> for Outcome {
                         .iter()
                         .map(|c| {
                             // x 0: no background thread at all.
-                            let mut p = c.sweep_point(Some(c.bg_rate_hz.unwrap_or(0.0)));
-                            p["background"] = c.bg_rate_hz.is_some().into();
+                            let mut p = c.sweep_point(Some(c.extra.bg_rate_hz.unwrap_or(0.0)));
+                            p["background"] = c.extra.bg_rate_hz.is_some().into();
                             p["bg_achieved_ops_per_s"] = json!(c.bg_achieved_hz());
                             p
                         })
@@ -204,69 +214,48 @@ impl Report<Config> for Outcome {
     }
 }
 
-/// Every chart of the modes that ran.
+/// Every chart of the modes that ran; the sweep draws each variant's no-background
+/// value as a flat reference line.
 fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
-    let dir = &cfg.run.out;
-    let mut files = Outputs::new();
-    let headline: Vec<(&str, &Measured)> = out
-        .of(Mode::Headline)
-        .map(|c| (c.variant.name(), &c.measured))
-        .collect();
-    measure::distribution_charts(
-        dir,
-        "pipeline",
-        &format!("pipeline at {} offered", fmt::rate(cfg.rate_hz)),
-        "create -> dequeue latency (ns)",
-        &headline,
-        &mut files,
-    )?;
-    if out.of(Mode::Sweep).next().is_some() {
-        let series = |pick: fn(&handoff_stats::Percentiles) -> u64| -> Vec<Series> {
-            let mut series = Vec::new();
-            for &v in &cfg.variants {
-                let cells = out.sweep_of(v);
-                let pts: Vec<(f64, f64)> = cells
-                    .iter()
-                    .filter_map(|c| Some((c.bg_rate_hz?, pick(&c.latency.percentiles()) as f64)))
-                    .collect();
-                if pts.is_empty() {
-                    continue;
-                }
-                // The no-background value as a flat reference line across the sweep.
-                if let Some(base) = cells.iter().find(|c| c.bg_rate_hz.is_none()) {
-                    let y = pick(&base.latency.percentiles()) as f64;
-                    let (lo, hi) = (pts[0].0, pts[pts.len() - 1].0);
-                    series.push(Series {
-                        name: format!("{} (no background)", v.name()),
-                        points: vec![(lo, y), (hi, y)],
-                    });
-                }
+    let series = |pick: fn(&handoff_stats::Percentiles) -> u64| -> Vec<Series> {
+        let mut series = Vec::new();
+        for &v in &cfg.variants {
+            let cells = out.sweep_of(v);
+            let pts: Vec<(f64, f64)> = cells
+                .iter()
+                .filter_map(|c| Some((c.extra.bg_rate_hz?, pick(&c.latency.percentiles()) as f64)))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            if let Some(base) = cells.iter().find(|c| c.extra.bg_rate_hz.is_none()) {
+                let y = pick(&base.latency.percentiles()) as f64;
+                let (lo, hi) = (pts[0].0, pts[pts.len() - 1].0);
                 series.push(Series {
-                    name: v.name().into(),
-                    points: pts,
+                    name: format!("{} (no background)", v.name()),
+                    points: vec![(lo, y), (hi, y)],
                 });
             }
-            series
-        };
-        let svg = measure::percentile_panels(
-            "vs background pressure",
-            series,
-            "background heap operations per second",
-            "create -> dequeue latency (ns)",
-        )?;
-        files.add(dir.join("pipeline-sweep.svg"), svg.into_bytes());
-    }
-    let tp: Vec<(String, f64)> = out
-        .of(Mode::Throughput)
-        .filter_map(|c| Some((c.variant.name().to_string(), c.throughput()? / 1e6)))
-        .collect();
-    if !tp.is_empty() {
-        let svg = chart::bars(
+            series.push(Series {
+                name: v.name().into(),
+                points: pts,
+            });
+        }
+        series
+    };
+    let what = paced::Charts {
+        stem: "pipeline",
+        latency: "create -> dequeue latency (ns)",
+        headline_title: format!("pipeline at {} offered", fmt::rate(cfg.rate_hz)),
+        sweep: Some(paced::Sweep {
+            title: "vs background pressure",
+            x: "background heap operations per second",
+            series: &series,
+        }),
+        throughput: (
             "pipeline: unpaced orders per second (median of runs)",
             "M orders/s",
-            &tp,
-        )?;
-        files.add(dir.join("pipeline-throughput.svg"), svg.into_bytes());
-    }
-    Ok(files)
+        ),
+    };
+    paced::charts(&cfg.run.out, &out.cells, &what)
 }

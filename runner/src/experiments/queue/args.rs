@@ -4,6 +4,7 @@ use super::{work, Config, Mode};
 use crate::lab::error::{Error, Result};
 use crate::lab::flags;
 use crate::lab::flags::Run;
+use crate::lab::paced;
 use crate::lab::pin::Placement;
 use crate::lab::topology::Topology;
 use clap::Args;
@@ -23,18 +24,9 @@ pub struct QueueArgs {
     /// Queue capacity, items
     #[arg(long, default_value = "1024", allow_hyphen_values = true, value_parser = flags::count_value)]
     pub capacity: usize,
-    /// Run the paced headline measurement (the default when no mode is named)
-    #[arg(long)]
-    pub headline: bool,
-    /// Run the load sweep: twelve offered rates from 100 kHz to 50 MHz
-    #[arg(long)]
-    pub sweep: bool,
-    /// Run unpaced (saturated) throughput
-    #[arg(long)]
-    pub throughput: bool,
-    /// Run all three modes
-    #[arg(long)]
-    pub all: bool,
+    /// `--headline`, `--sweep`, `--throughput`, `--all`.
+    #[command(flatten)]
+    pub modes: paced::Modes,
     /// Sweep: seconds of offered load per point and run (caps --items at low rates)
     #[arg(long, default_value = "0.2", allow_hyphen_values = true, value_parser = flags::num_value)]
     pub sweep_seconds: f64,
@@ -65,16 +57,7 @@ pub fn config(a: &QueueArgs, run: &Run, topo: &Topology) -> Result<(Config, Plac
         )));
     }
     let placement = flags::pair(a.common.pin.as_deref(), topo)?;
-    let mut modes = Vec::new();
-    if a.headline || a.all || !(a.sweep || a.throughput) {
-        modes.push(Mode::Headline);
-    }
-    if a.sweep || a.all {
-        modes.push(Mode::Sweep);
-    }
-    if a.throughput || a.all {
-        modes.push(Mode::Throughput);
-    }
+    let modes = a.modes.chosen(&[Mode::Headline]);
     Ok((
         Config {
             run: run.clone(),

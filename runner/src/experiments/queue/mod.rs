@@ -11,13 +11,12 @@ mod args;
 
 pub use args::{config, QueueArgs};
 
-use crate::lab;
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
 use crate::lab::flags::Run;
 use crate::lab::fmt;
-use crate::lab::measure::Measured;
 pub use crate::lab::measure::Mode;
+use crate::lab::paced;
 use crate::lab::pacer;
 use crate::lab::pin::Placement;
 use crate::lab::rotate;
@@ -45,12 +44,13 @@ impl Experiment for Queue {
     const NAME: &'static str = "queue";
     const DOCUMENT: Document = DOCUMENT;
     const ABOUT: &'static str =
-        "SPSC queue document: lock-free rings vs Boost vs mutex+condvar (document 002)";
+        "SPSC queue document: lock-free rings vs Boost vs mutex+condvar (document 002); with no mode named, runs the headline";
     const RUNS: &'static str = "5";
     const MAX_RUNS: usize = 1 << 20;
     const ROLES: &'static str = "producer, consumer[, control thread]";
     const A_RUN: &'static str =
         "one pass of --items items per variant and mode; the runs' histograms are merged";
+    const SWEEP: &'static str = "Run the load sweep: twelve offered rates from 100 kHz to 50 MHz";
     const ALL_FLAGS: &'static [&'static str] = &["--all"];
 
     fn configure(a: &QueueArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
@@ -107,45 +107,11 @@ impl Config {
 
 /// One (mode, variant, offered rate) cell: the merged runs (`lab::measure`), reached
 /// through `Deref`.
-#[derive(Clone, Debug)]
-pub struct Cell {
-    /// Mode.
-    pub mode: Mode,
-    /// Variant.
-    pub variant: Variant,
-    /// Why it didn't run, if it didn't.
-    pub unavailable: Option<String>,
-    /// What the runs measured.
-    pub measured: Measured,
-}
+pub type Cell = paced::Cell<Variant, ()>;
 
-impl std::ops::Deref for Cell {
-    type Target = Measured;
-
-    fn deref(&self) -> &Measured {
-        &self.measured
-    }
-}
-
-impl Cell {
-    fn new(mode: Mode, variant: Variant, offered_hz: Option<f64>, items: usize) -> Cell {
-        Cell {
-            mode,
-            variant,
-            unavailable: None,
-            measured: Measured::new(offered_hz, items),
-        }
-    }
-
-    /// The table row of this cell.
-    pub fn row(&self) -> lab::measure::Row<'_> {
-        (
-            self.variant.name(),
-            match &self.unavailable {
-                Some(why) => Err(why.as_str()),
-                None => Ok(&self.measured),
-            },
-        )
+impl paced::Named for Variant {
+    fn name(self) -> &'static str {
+        Variant::name(self)
     }
 }
 
@@ -186,7 +152,7 @@ pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -
                     (Mode::Sweep, Some(r)) => cfg.sweep_items(r),
                     _ => cfg.items,
                 };
-                let mut cell = Cell::new(mode, v, rate, items);
+                let mut cell = Cell::new(mode, v, rate, items, ());
                 cell.unavailable = v.unavailable(cfg.capacity);
                 out.cells.push(cell);
             }

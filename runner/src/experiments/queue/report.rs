@@ -2,13 +2,14 @@
 //! results JSON (`lab::schema`) and the SVG charts.
 
 use super::{Cell, Config, Mode, Outcome};
-use crate::lab::chart::{self, Series};
+use crate::lab::chart::Series;
 use crate::lab::claims::Claim;
 use crate::lab::error::Result;
 use crate::lab::experiment::Report;
 use crate::lab::fmt::{mps as fmt_m, ns as fmt_ns, rate as fmt_rate};
-use crate::lab::measure::{self, Measured};
+use crate::lab::measure;
 use crate::lab::noise::Probes;
+use crate::lab::paced;
 use crate::lab::results::Outputs;
 use crate::lab::schema::{Sweep, Unit, Variant};
 use std::fmt::Write as _;
@@ -132,63 +133,35 @@ impl Report<Config> for Outcome {
 
 /// Every chart of the modes that ran.
 fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
-    let dir = &cfg.run.out;
-    let mut files = Outputs::new();
-    let headline: Vec<(&str, &Measured)> = out
-        .of(Mode::Headline)
-        .filter(|c| c.unavailable.is_none())
-        .map(|c| (c.variant.name(), &c.measured))
-        .collect();
-    measure::distribution_charts(
-        dir,
-        "queue",
-        &format!("queue at {} offered", fmt_rate(cfg.rate_hz)),
-        "enqueue -> dequeue latency (ns)",
-        &headline,
-        &mut files,
-    )?;
-    if out.of(Mode::Sweep).any(|c| c.unavailable.is_none()) {
-        let series = |pick: fn(&handoff_stats::Percentiles) -> u64| -> Vec<Series> {
-            cfg.variants
-                .iter()
-                .filter_map(|&v| {
-                    let pts: Vec<(f64, f64)> = out
-                        .of(Mode::Sweep)
-                        .filter(|c| c.variant == v && c.unavailable.is_none())
-                        .map(|c| {
-                            (
-                                c.offered_hz.unwrap_or(0.0),
-                                pick(&c.latency.percentiles()) as f64,
-                            )
-                        })
-                        .collect();
-                    (!pts.is_empty()).then(|| Series {
-                        name: v.name().into(),
-                        points: pts,
+    let series = |pick: fn(&handoff_stats::Percentiles) -> u64| -> Vec<Series> {
+        cfg.variants
+            .iter()
+            .filter_map(|&v| {
+                let pts: Vec<(f64, f64)> = out
+                    .of(Mode::Sweep)
+                    .filter(|c| c.variant == v && c.ran())
+                    .map(|c| {
+                        let p = pick(&c.latency.percentiles());
+                        (c.offered_hz.unwrap_or(0.0), p as f64)
                     })
+                    .collect();
+                (!pts.is_empty()).then(|| Series {
+                    name: v.name().into(),
+                    points: pts,
                 })
-                .collect()
-        };
-        let svg = measure::percentile_panels(
-            "vs offered load",
-            series,
-            "offered rate (items/s)",
-            "latency (ns)",
-        )?;
-        files.add(dir.join("queue-sweep.svg"), svg.into_bytes());
-    }
-    let tp: Vec<(String, f64)> = out
-        .of(Mode::Throughput)
-        .filter(|c| c.unavailable.is_none())
-        .filter_map(|c| Some((c.variant.name().to_string(), c.throughput()? / 1e6)))
-        .collect();
-    if !tp.is_empty() {
-        let svg = chart::bars(
-            "queue: saturated throughput (median of runs)",
-            "M items/s",
-            &tp,
-        )?;
-        files.add(dir.join("queue-throughput.svg"), svg.into_bytes());
-    }
-    Ok(files)
+            })
+            .collect()
+    };
+    let what = paced::Charts {
+        stem: "queue",
+        latency: "enqueue -> dequeue latency (ns)",
+        headline_title: format!("queue at {} offered", fmt_rate(cfg.rate_hz)),
+        sweep: Some(paced::Sweep {
+            title: "vs offered load",
+            x: "offered rate (items/s)",
+            series: &series,
+        }),
+        throughput: ("queue: saturated throughput (median of runs)", "M items/s"),
+    };
+    paced::charts(&cfg.run.out, &out.cells, &what)
 }
