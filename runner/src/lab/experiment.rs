@@ -233,6 +233,13 @@ pub fn configure_from<E: Experiment>(
     validated::<E>(&matches::<E>(args)?, topo).map(|(cfg, plan)| (cfg, plan.placement))
 }
 
+/// [`configure_from`] on [`Topology::two_cores`], the development machine the
+/// experiments' tests assume.
+#[cfg(test)]
+pub fn on_two_cores<E: Experiment>(args: &[&str]) -> Result<(E::Config, Placement)> {
+    configure_from::<E>(args, &Topology::two_cores())
+}
+
 /// Panics unless every command line of `cases` is refused on `topo` as bad input (exit
 /// status 2) with one line that contains its needle: the check every experiment's
 /// tests make of its bad input.

@@ -6,6 +6,7 @@ use super::chart::{self, Series};
 use super::error::Result;
 use super::measure::{self, Measured, Mode, Row};
 use super::results::Outputs;
+use super::schema::Variant;
 use std::path::Path;
 
 /// `--headline`, `--sweep`, `--throughput`, `--all`: which measurements run. What the
@@ -119,6 +120,31 @@ impl<V: Named, X> Cell<V, X> {
     pub fn ran(&self) -> bool {
         self.unavailable.is_none()
     }
+}
+
+/// The contenders of the results JSON (`variants[]`): one entry per headline and
+/// throughput cell, with its `mode`, its figures ([`Measured::variant`]) and what
+/// `more` adds of the experiment's own; a cell that did not run says why.
+pub fn variants<'a, V: Named + 'a, X: 'a>(
+    cells: impl IntoIterator<Item = &'a Cell<V, X>>,
+    more: impl Fn(&Cell<V, X>, &mut Variant),
+) -> Vec<Variant> {
+    cells
+        .into_iter()
+        .filter(|c| c.mode != Mode::Sweep)
+        .map(|c| {
+            let mut v = match &c.unavailable {
+                Some(why) => Variant::unavailable(c.variant.name(), why),
+                None => {
+                    let mut v = c.measured.variant(c.variant.name());
+                    more(c, &mut v);
+                    v
+                }
+            };
+            v.set("mode", c.mode.name());
+            v
+        })
+        .collect()
 }
 
 /// What [`charts`] draws, in the experiment's words.

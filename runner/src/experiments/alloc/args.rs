@@ -111,23 +111,19 @@ pub fn config(a: &AllocArgs, run: &Run, topo: &Topology) -> Result<(Config, Plac
 mod tests {
     use super::super::Alloc;
     use super::*;
-    use crate::lab::experiment::{assert_refused, configure_from};
-
-    fn config_of(args: &[&str]) -> Result<(Config, Placement)> {
-        configure_from::<Alloc>(args, &Topology::two_cores())
-    }
+    use crate::lab::experiment::{assert_refused, on_two_cores};
 
     #[test]
     fn defaults_are_scaled_and_say_so() {
-        let (c, place) = config_of(&[]).unwrap();
+        let (c, place) = on_two_cores::<Alloc>(&[]).unwrap();
         assert_eq!(c.working_set, 256 * MIB);
         assert_eq!(c.sweep.first(), Some(&MIB));
         assert_eq!(c.sweep.last(), Some(&(1024 * MIB)));
         assert_eq!(c.placement.threads(), vec![0, 1]);
         assert!(place.note().unwrap().contains("1.3 GB"));
-        let (c, _) = config_of(&["--full"]).unwrap();
+        let (c, _) = on_two_cores::<Alloc>(&["--full"]).unwrap();
         assert_eq!(c.working_set, DOC_WORKING_SET);
-        let (c, _) = config_of(&["--sweep-max-mib", "0"]).unwrap();
+        let (c, _) = on_two_cores::<Alloc>(&["--sweep-max-mib", "0"]).unwrap();
         assert!(c.sweep.is_empty());
     }
 

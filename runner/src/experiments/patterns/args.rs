@@ -94,15 +94,11 @@ pub fn config(a: &PatternsArgs, run: &Run, topo: &Topology) -> Result<(Config, P
 mod tests {
     use super::super::Patterns;
     use super::*;
-    use crate::lab::experiment::{assert_refused, configure_from};
-
-    fn config_of(args: &[&str]) -> Result<(Config, Placement)> {
-        configure_from::<Patterns>(args, &Topology::two_cores())
-    }
+    use crate::lab::experiment::{assert_refused, on_two_cores};
 
     #[test]
     fn defaults_are_the_documents_sizes_and_adapt_to_two_cores() {
-        let (c, place) = config_of(&[]).unwrap();
+        let (c, place) = on_two_cores::<Patterns>(&[]).unwrap();
         assert_eq!((c.arena_iterations, c.arena_batch), (1000, 10_000));
         assert_eq!(
             (c.orders_typed, c.threads, c.per_thread),
@@ -114,7 +110,7 @@ mod tests {
         );
         assert_eq!(c.placement.threads(), vec![0, 1]);
         assert!(place.note().unwrap().contains("8 threads on 2 cores"));
-        let (c, _) = config_of(&["--scale", "0.01"]).unwrap();
+        let (c, _) = on_two_cores::<Patterns>(&["--scale", "0.01"]).unwrap();
         assert_eq!(
             (c.arena_iterations, c.orders_typed, c.memory_ticks),
             (10, 1000, 10_000)

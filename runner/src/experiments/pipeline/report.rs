@@ -147,27 +147,18 @@ impl Report<Config> for Outcome {
     }
 
     fn variants(&self, _cfg: &Config) -> Vec<Variant> {
-        self.cells
-            .iter()
-            .filter(|c| c.mode != Mode::Sweep)
-            .map(|c| {
-                let mut v = c.measured.variant(c.variant.name());
-                let (a, sv) = (
-                    c.extra.alloc_ns.percentiles(),
-                    c.extra.service_ns.percentiles(),
-                );
-                v.figure("alloc_p50", Unit::Ns, Better::Lower, a.p50 as f64, [])
-                    .figure("check_free_p50", Unit::Ns, Better::Lower, sv.p50 as f64, [])
-                    .set("mode", c.mode.name())
-                    .set("alloc_ns", a)
-                    .set("check_and_free_ns", sv)
-                    .set("bg_rate_ops_per_s", c.extra.bg_rate_hz)
-                    .set("bg_threads", c.extra.bg_threads)
-                    .set("bg_achieved_ops_per_s", c.bg_achieved_hz())
-                    .set("pool_exhausted", c.extra.exhausted);
-                v
-            })
-            .collect()
+        paced::variants(&self.cells, |c, v| {
+            let load = &c.extra;
+            let (a, sv) = (load.alloc_ns.percentiles(), load.service_ns.percentiles());
+            v.figure("alloc_p50", Unit::Ns, Better::Lower, a.p50 as f64, [])
+                .figure("check_free_p50", Unit::Ns, Better::Lower, sv.p50 as f64, [])
+                .set("alloc_ns", a)
+                .set("check_and_free_ns", sv)
+                .set("bg_rate_ops_per_s", load.bg_rate_hz)
+                .set("bg_threads", load.bg_threads)
+                .set("bg_achieved_ops_per_s", c.bg_achieved_hz())
+                .set("pool_exhausted", load.exhausted);
+        })
     }
 
     fn sweeps(&self, cfg: &Config) -> Vec<Sweep> {

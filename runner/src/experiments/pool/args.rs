@@ -76,20 +76,16 @@ pub fn config(a: &PoolArgs, run: &Run, topo: &Topology) -> Result<(Config, Place
 mod tests {
     use super::super::Pool;
     use super::*;
-    use crate::lab::experiment::{assert_refused, configure_from};
-
-    fn config_of(args: &[&str]) -> Result<(Config, Placement)> {
-        configure_from::<Pool>(args, &Topology::two_cores())
-    }
+    use crate::lab::experiment::{assert_refused, on_two_cores};
 
     #[test]
     fn defaults_follow_the_document_and_adapt_to_two_cores() {
-        let (c, place) = config_of(&[]).unwrap();
+        let (c, place) = on_two_cores::<Pool>(&[]).unwrap();
         assert_eq!((c.items, c.run.runs), (1_000_000, 10));
         assert_eq!(c.threads, 2);
         assert_eq!(c.placement.threads(), vec![0, 1]);
         assert!(place.note().unwrap().contains("document 001 ran 4 threads"));
-        let (c, place) = config_of(&["--threads", "4"]).unwrap();
+        let (c, place) = on_two_cores::<Pool>(&["--threads", "4"]).unwrap();
         assert_eq!((c.threads, c.placement.threads().len()), (4, 2));
         assert!(place.note().unwrap().contains("share cores"));
     }

@@ -89,18 +89,7 @@ impl Report<Config> for Outcome {
     }
 
     fn variants(&self, _cfg: &Config) -> Vec<Variant> {
-        self.cells
-            .iter()
-            .filter(|c| c.mode != Mode::Sweep)
-            .map(|c| {
-                let mut v = match &c.unavailable {
-                    Some(why) => Variant::unavailable(c.variant.name(), why),
-                    None => c.measured.variant(c.variant.name()),
-                };
-                v.set("mode", c.mode.name());
-                v
-            })
-            .collect()
+        paced::variants(&self.cells, |_, _| {})
     }
 
     fn sweeps(&self, cfg: &Config) -> Vec<Sweep> {
