@@ -21,13 +21,14 @@ use serde_json::{Map, Value};
 
 /// One experiment of the lab, reproducing one source document.
 pub trait Experiment: Sync + 'static {
-    /// Its flags; every experiment flattens [`Common`] into them.
+    /// Its own flags; the frame adds [`Common`]'s to its command.
     type Args: clap::Args + clap::FromArgMatches;
-    /// Its validated configuration, written into the results as `config`.
+    /// Its own validated settings; the frame holds them in a [`Setup`] with the
+    /// common flags and the placement, and writes that into the results as `config`.
     type Config: serde::Serialize + 'static;
     /// What a run measured; the frame turns it into the printed report, the results
     /// JSON and the charts.
-    type Outcome: Report<Self::Config>;
+    type Outcome: Report<Setup<Self::Config>>;
     /// The subcommand: `queue`, `pipeline`, ...
     const NAME: &'static str;
     /// The source document it reproduces.
@@ -53,19 +54,42 @@ pub trait Experiment: Sync + 'static {
     /// global allocator; see `lab::child`), by name.
     const CHILD_TASK: Option<(&'static str, Task)> = None;
 
-    /// Validates its own flags against this machine, `--pin` included, given the
-    /// common flags the frame validated already: bad input is [`Error::Usage`], found
-    /// before anything is measured or written. Returns the configuration and the
-    /// placement (which the configuration may keep a copy of).
+    /// Validates its own flags against this machine and places its threads (`pin`:
+    /// the `--pin` given, if any), after the frame validated the common flags: bad
+    /// input is [`Error::Usage`], found before anything is measured or written.
     fn configure(
         args: &Self::Args,
-        run: &Run,
+        pin: Option<&str>,
         topo: &Topology,
     ) -> Result<(Self::Config, Placement)>;
 
     /// Measures, and returns what it measured. On Ctrl-C it returns
     /// [`Error::Interrupted`] (or whatever it has: the frame checks again).
-    fn run(cfg: &Self::Config, session: &mut Session) -> Result<Self::Outcome>;
+    fn run(cfg: &Setup<Self::Config>, session: &mut Session) -> Result<Self::Outcome>;
+}
+
+/// An experiment's validated configuration as the frame holds it: the common flags
+/// (`run`), where the threads run (`placement`), and the experiment's own settings,
+/// reached through `Deref`. Written into the results as `config`, the common flags and
+/// the settings flattened beside `placement`.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Setup<S> {
+    /// `--runs`, `--out`, `--noise-seconds`, validated.
+    #[serde(flatten)]
+    pub run: Run,
+    /// Where the threads run.
+    pub placement: Placement,
+    /// The experiment's own settings.
+    #[serde(flatten)]
+    pub own: S,
+}
+
+impl<S> std::ops::Deref for Setup<S> {
+    type Target = S;
+
+    fn deref(&self) -> &S {
+        &self.own
+    }
 }
 
 /// What a run of an experiment measured, as the lab reports it: the printed tables,
@@ -165,15 +189,17 @@ impl<E: Experiment> Entry for E {
     }
 
     fn prepare(&self, m: &clap::ArgMatches, topo: &Topology) -> Result<Box<dyn Prepared>> {
-        let (cfg, plan) = validated::<E>(m, topo)?;
-        Ok(Box::new(Planned::<E> { cfg, plan }))
+        Ok(Box::new(Planned::<E> {
+            cfg: validated::<E>(m, topo)?,
+        }))
     }
 }
 
 /// `E`'s subcommand: its flags, its about line, the common flags' words.
 fn command<E: Experiment>() -> clap::Command {
     // The about goes on after the flags: `augment_args` would put the struct's doc.
-    let mut cmd = E::Args::augment_args(clap::Command::new(E::NAME)).about(E::ABOUT);
+    let cmd = E::Args::augment_args(clap::Command::new(E::NAME));
+    let mut cmd = Common::augment_args(cmd).about(E::ABOUT);
     if !E::SWEEP.is_empty() {
         cmd = cmd.mut_arg("sweep", |a| a.help(E::SWEEP));
     }
@@ -181,13 +207,17 @@ fn command<E: Experiment>() -> clap::Command {
 }
 
 /// `E`'s flags from clap's matches, validated: the common flags first (read from the
-/// same matches, since every experiment flattens them), then the experiment's own.
-fn validated<E: Experiment>(m: &clap::ArgMatches, topo: &Topology) -> Result<(E::Config, Plan)> {
-    let args = E::Args::from_arg_matches(m).map_err(|e| Error::from_clap(&e))?;
+/// same matches: the frame added them to the command), then the experiment's own.
+fn validated<E: Experiment>(m: &clap::ArgMatches, topo: &Topology) -> Result<Setup<E::Config>> {
     let common = Common::from_arg_matches(m).map_err(|e| Error::from_clap(&e))?;
     let run = common.validate(E::MIN_RUNS, E::MAX_RUNS)?;
-    let (cfg, placement) = E::configure(&args, &run, topo)?;
-    Ok((cfg, Plan { run, placement }))
+    let args = E::Args::from_arg_matches(m).map_err(|e| Error::from_clap(&e))?;
+    let (own, placement) = E::configure(&args, common.pin.as_deref(), topo)?;
+    Ok(Setup {
+        run,
+        placement,
+        own,
+    })
 }
 
 /// `args` (the flags after the subcommand) matched against `E`'s command line.
@@ -198,15 +228,17 @@ fn matches<E: Experiment>(args: &[&str]) -> Result<clap::ArgMatches> {
         .map_err(|e| Error::from_clap(&e))
 }
 
-/// A validated configuration and the session's plan, ready to run.
+/// A validated configuration, ready to run.
 struct Planned<E: Experiment> {
-    cfg: E::Config,
-    plan: Plan,
+    cfg: Setup<E::Config>,
 }
 
 impl<E: Experiment> Prepared for Planned<E> {
     fn plan(&self) -> Plan {
-        self.plan.clone()
+        Plan {
+            run: self.cfg.run.clone(),
+            placement: self.cfg.placement.clone(),
+        }
     }
 
     fn run(&self, session: &mut Session) -> Result<Output> {
@@ -226,17 +258,14 @@ pub fn parse_flags<E: Experiment>(args: &[&str]) -> Result<E::Args> {
 /// Parses and validates `args` as `E`'s command line on `topo`: the configuration
 /// `runner <E> args` would run, or its one-line error. For tests of an experiment's
 /// validation.
-pub fn configure_from<E: Experiment>(
-    args: &[&str],
-    topo: &Topology,
-) -> Result<(E::Config, Placement)> {
-    validated::<E>(&matches::<E>(args)?, topo).map(|(cfg, plan)| (cfg, plan.placement))
+pub fn configure_from<E: Experiment>(args: &[&str], topo: &Topology) -> Result<Setup<E::Config>> {
+    validated::<E>(&matches::<E>(args)?, topo)
 }
 
 /// [`configure_from`] on [`Topology::two_cores`], the development machine the
 /// experiments' tests assume.
 #[cfg(test)]
-pub fn on_two_cores<E: Experiment>(args: &[&str]) -> Result<(E::Config, Placement)> {
+pub fn on_two_cores<E: Experiment>(args: &[&str]) -> Result<Setup<E::Config>> {
     configure_from::<E>(args, &Topology::two_cores())
 }
 

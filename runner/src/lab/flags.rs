@@ -9,9 +9,11 @@ use super::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// The flags every experiment takes, in the same words: flattened into each
-/// experiment's arguments (`#[command(flatten)]`). An experiment sets its own default
-/// for `--runs` and says what its roles and its runs are with [`Common::explain`].
+/// The flags every experiment takes, in the same words: the frame adds them to every
+/// experiment's command (`lab::experiment`), validates them once ([`Common::validate`])
+/// and hands the experiment only `--pin`, which its roles decide. An experiment sets
+/// its own default for `--runs` and says what its roles and its runs are with
+/// [`Common::explain`].
 #[derive(clap::Args, Debug, Clone)]
 pub struct Common {
     /// Cores for the experiment's threads, comma-separated, in the order of its roles (listed below) [default: adapted to this machine]

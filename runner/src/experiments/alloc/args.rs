@@ -2,7 +2,8 @@
 
 use super::DOC_WORKING_SET;
 use crate::lab::error::Result;
-use crate::lab::flags::{self, Run, THREAD_NAMES};
+use crate::lab::experiment::Setup;
+use crate::lab::flags::{self, THREAD_NAMES};
 use crate::lab::pin::Placement;
 use crate::lab::topology::Topology;
 use clap::Args;
@@ -40,19 +41,11 @@ pub struct AllocArgs {
     /// Blocks of the producer/consumer run (0: none)
     #[arg(long, default_value = "2000000", allow_hyphen_values = true, value_parser = flags::count_value)]
     pub handoff_items: usize,
-    /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
-    #[command(flatten)]
-    pub common: flags::Common,
 }
 
 /// Everything `runner alloc` was asked to do (after validation).
 #[derive(Clone, Debug, Serialize)]
-pub struct Config {
-    /// `--runs`, `--out`, `--noise-seconds`, validated by the frame.
-    #[serde(flatten)]
-    pub run: Run,
-    /// Where the threads run.
-    pub placement: Placement,
+pub struct Settings {
     /// Requested bytes live in the main test.
     pub working_set: usize,
     /// Replacements of the main test.
@@ -67,8 +60,11 @@ pub struct Config {
     pub handoff_items: usize,
 }
 
+/// The validated configuration: the common flags, the placement and these settings.
+pub type Config = Setup<Settings>;
+
 /// Validates `runner alloc` arguments against the machine. Every error is one line.
-pub fn config(a: &AllocArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
+pub fn config(a: &AllocArgs, pin: Option<&str>, topo: &Topology) -> Result<(Settings, Placement)> {
     let working_set = if a.full {
         DOC_WORKING_SET
     } else {
@@ -79,7 +75,7 @@ pub fn config(a: &AllocArgs, run: &Run, topo: &Topology) -> Result<(Config, Plac
     let sweep_max = flags::count_in("sweep-max-mib", a.sweep_max_mib, 0, 1 << 20, "MiB")?;
     let sweep_items = flags::count_in("sweep-items", a.sweep_items, 1, 1 << 36, "replacement")?;
     let handoff_items = flags::count_in("handoff-items", a.handoff_items, 0, 1 << 36, "block")?;
-    let mut placement = flags::thread_pins(a.common.pin.as_deref(), threads.max(2), topo)?;
+    let mut placement = flags::thread_pins(pin, threads.max(2), topo)?;
     let mut sweep = Vec::new();
     let mut ws = MIB;
     while sweep_max > 0 && ws <= sweep_max * MIB {
@@ -93,9 +89,7 @@ pub fn config(a: &AllocArgs, run: &Run, topo: &Topology) -> Result<(Config, Plac
         ));
     }
     Ok((
-        Config {
-            run: run.clone(),
-            placement: placement.clone(),
+        Settings {
             working_set,
             items,
             threads,
@@ -115,15 +109,15 @@ mod tests {
 
     #[test]
     fn defaults_are_scaled_and_say_so() {
-        let (c, place) = on_two_cores::<Alloc>(&[]).unwrap();
+        let c = on_two_cores::<Alloc>(&[]).unwrap();
         assert_eq!(c.working_set, 256 * MIB);
         assert_eq!(c.sweep.first(), Some(&MIB));
         assert_eq!(c.sweep.last(), Some(&(1024 * MIB)));
         assert_eq!(c.placement.threads(), vec![0, 1]);
-        assert!(place.note().unwrap().contains("1.3 GB"));
-        let (c, _) = on_two_cores::<Alloc>(&["--full"]).unwrap();
+        assert!(c.placement.note().unwrap().contains("1.3 GB"));
+        let c = on_two_cores::<Alloc>(&["--full"]).unwrap();
         assert_eq!(c.working_set, DOC_WORKING_SET);
-        let (c, _) = on_two_cores::<Alloc>(&["--sweep-max-mib", "0"]).unwrap();
+        let c = on_two_cores::<Alloc>(&["--sweep-max-mib", "0"]).unwrap();
         assert!(c.sweep.is_empty());
     }
 

@@ -14,7 +14,6 @@ mod workload;
 use crate::lab::child::Task;
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
-use crate::lab::flags::Run;
 use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
@@ -22,7 +21,7 @@ use crate::lab::session::Session;
 use crate::lab::topology::Topology;
 use report::Outcome;
 
-pub use args::{config, AllocArgs, Config};
+pub use args::{config, AllocArgs, Config, Settings};
 pub use work::{child_task, Contender, Sample, Spec, CHILD_TASK};
 
 /// The source document.
@@ -39,7 +38,7 @@ pub struct Alloc;
 
 impl Experiment for Alloc {
     type Args = AllocArgs;
-    type Config = Config;
+    type Config = Settings;
     type Outcome = Outcome;
     const NAME: &'static str = "alloc";
     const DOCUMENT: Document = DOCUMENT;
@@ -51,8 +50,12 @@ impl Experiment for Alloc {
         "the main test once per contender, contenders alternated; medians reported";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
 
-    fn configure(a: &AllocArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
-        config(a, run, topo)
+    fn configure(
+        a: &AllocArgs,
+        pin: Option<&str>,
+        topo: &Topology,
+    ) -> Result<(Settings, Placement)> {
+        config(a, pin, topo)
     }
 
     fn run(cfg: &Config, session: &mut Session) -> Result<Outcome> {

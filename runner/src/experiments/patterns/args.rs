@@ -1,7 +1,8 @@
 //! `runner patterns`'s flags and their validation against this machine.
 
 use crate::lab::error::{Error, Result};
-use crate::lab::flags::{self, Run};
+use crate::lab::experiment::Setup;
+use crate::lab::flags;
 use crate::lab::pin::Placement;
 use crate::lab::topology::Topology;
 use clap::Args;
@@ -16,19 +17,11 @@ pub struct PatternsArgs {
     /// Threads sharing one pool in the multi-thread part [default: the document's 8]
     #[arg(long, default_value = "8", allow_hyphen_values = true, value_parser = flags::count_value)]
     pub threads: usize,
-    /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
-    #[command(flatten)]
-    pub common: flags::Common,
 }
 
 /// Everything `runner patterns` was asked to do (after validation).
 #[derive(Clone, Debug, Serialize)]
-pub struct Config {
-    /// `--runs`, `--out`, `--noise-seconds`, validated by the frame.
-    #[serde(flatten)]
-    pub run: Run,
-    /// Where the threads run.
-    pub placement: Placement,
+pub struct Settings {
     /// The fraction of the document's sizes.
     pub scale: f64,
     /// Arena part: batches.
@@ -57,8 +50,15 @@ pub struct Config {
     pub allowed: Vec<usize>,
 }
 
+/// The validated configuration: the common flags, the placement and these settings.
+pub type Config = Setup<Settings>;
+
 /// Validates `runner patterns` arguments against the machine. Every error is one line.
-pub fn config(a: &PatternsArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
+pub fn config(
+    a: &PatternsArgs,
+    pin: Option<&str>,
+    topo: &Topology,
+) -> Result<(Settings, Placement)> {
     let scale: f64 = a.scale;
     if !(scale > 0.0 && scale <= 10.0) {
         return Err(Error::Usage(format!(
@@ -68,11 +68,9 @@ pub fn config(a: &PatternsArgs, run: &Run, topo: &Topology) -> Result<(Config, P
     }
     let threads = flags::count_in("threads", a.threads, 1, 256, "thread")?;
     let sized = |doc: usize| ((doc as f64 * scale).round() as usize).max(1);
-    let placement = flags::thread_pins(a.common.pin.as_deref(), threads, topo)?;
+    let placement = flags::thread_pins(pin, threads, topo)?;
     Ok((
-        Config {
-            run: run.clone(),
-            placement: placement.clone(),
+        Settings {
             scale,
             arena_iterations: sized(1000),
             arena_batch: 10_000,
@@ -98,7 +96,7 @@ mod tests {
 
     #[test]
     fn defaults_are_the_documents_sizes_and_adapt_to_two_cores() {
-        let (c, place) = on_two_cores::<Patterns>(&[]).unwrap();
+        let c = on_two_cores::<Patterns>(&[]).unwrap();
         assert_eq!((c.arena_iterations, c.arena_batch), (1000, 10_000));
         assert_eq!(
             (c.orders_typed, c.threads, c.per_thread),
@@ -109,8 +107,8 @@ mod tests {
             (1_000_000, 100, 1_000_000)
         );
         assert_eq!(c.placement.threads(), vec![0, 1]);
-        assert!(place.note().unwrap().contains("8 threads on 2 cores"));
-        let (c, _) = on_two_cores::<Patterns>(&["--scale", "0.01"]).unwrap();
+        assert!(c.placement.note().unwrap().contains("8 threads on 2 cores"));
+        let c = on_two_cores::<Patterns>(&["--scale", "0.01"]).unwrap();
         assert_eq!(
             (c.arena_iterations, c.orders_typed, c.memory_ticks),
             (10, 1000, 10_000)

@@ -13,14 +13,13 @@ mod work;
 
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
-use crate::lab::flags::Run;
 use crate::lab::pin::Placement;
 use crate::lab::schema::Document;
 use crate::lab::session::Session;
 use crate::lab::topology::Topology;
 use crate::lab::{rotate, stop};
 
-pub use args::{config, Config, PatternsArgs};
+pub use args::{config, Config, PatternsArgs, Settings};
 
 /// The source document.
 pub const DOCUMENT: Document = Document {
@@ -33,7 +32,7 @@ pub struct Patterns;
 
 impl Experiment for Patterns {
     type Args = PatternsArgs;
-    type Config = Config;
+    type Config = Settings;
     type Outcome = report::Outcome;
     const NAME: &'static str = "patterns";
     const DOCUMENT: Document = DOCUMENT;
@@ -43,8 +42,12 @@ impl Experiment for Patterns {
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts)";
     const A_RUN: &'static str = "every timed part once per contender, contenders alternated; the first run is dropped and the median of the rest reported";
 
-    fn configure(a: &PatternsArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
-        config(a, run, topo)
+    fn configure(
+        a: &PatternsArgs,
+        pin: Option<&str>,
+        topo: &Topology,
+    ) -> Result<(Settings, Placement)> {
+        config(a, pin, topo)
     }
 
     fn run(cfg: &Config, session: &mut Session) -> Result<report::Outcome> {

@@ -1,9 +1,9 @@
 //! `runner pipeline`'s flags and their validation against this machine.
 
 use super::work::{self, Variant};
-use super::{Config, Mode};
+use super::{Mode, Settings};
 use crate::lab::error::{Error, Result};
-use crate::lab::flags::{self, Run};
+use crate::lab::flags;
 use crate::lab::paced;
 use crate::lab::pin::{self, Placement};
 use crate::lab::topology::{format_cpu_list, Topology};
@@ -39,13 +39,14 @@ pub struct PipelineArgs {
     /// `--headline`, `--sweep`, `--throughput`, `--all`.
     #[command(flatten)]
     pub modes: paced::Modes,
-    /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
-    #[command(flatten)]
-    pub common: flags::Common,
 }
 
 /// Validates `runner pipeline` arguments against the machine. Every error is one line.
-pub fn config(a: &PipelineArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
+pub fn config(
+    a: &PipelineArgs,
+    pin: Option<&str>,
+    topo: &Topology,
+) -> Result<(Settings, Placement)> {
     let variants = match &a.variants {
         Some(s) => work::parse_variants(s)?,
         None => Variant::ALL.to_vec(),
@@ -66,15 +67,13 @@ pub fn config(a: &PipelineArgs, run: &Run, topo: &Topology) -> Result<(Config, P
         .modes
         .chosen(&[Mode::Headline, Mode::Sweep, Mode::Throughput]);
     let bg_needed = bg_threads.max(usize::from(modes.contains(&Mode::Sweep)));
-    let (cores, bg_shares_core, note) = placement(a, bg_needed, topo)?;
+    let (cores, bg_shares_core, note) = placement(a, pin, bg_needed, topo)?;
     let placement = cores[2..].iter().fold(
         Placement::pair(cores[0], cores[1]).noted_all(note),
         |p, &b| p.with("background", b),
     );
     Ok((
-        Config {
-            run: run.clone(),
-            placement: placement.clone(),
+        Settings {
             variants,
             bg_shares_core,
             cross_l3: a.cross_l3,
@@ -94,11 +93,12 @@ pub fn config(a: &PipelineArgs, run: &Run, topo: &Topology) -> Result<(Config, P
 /// background cores given). Returns whether a background thread shares a measured core.
 fn placement(
     a: &PipelineArgs,
+    given: Option<&str>,
     bg_threads: usize,
     topo: &Topology,
 ) -> Result<(Vec<usize>, bool, Option<String>)> {
     let roles = ["producer", "consumer", "background"];
-    if let Some(s) = &a.common.pin {
+    if let Some(s) = given {
         if a.cross_l3 {
             return Err(Error::Usage(
                 "--pin and --cross-l3: give one or the other".into(),
@@ -210,8 +210,11 @@ mod tests {
         }
     }
 
-    fn config_of(args: &[&str], topo: &Topology) -> Result<(Config, Option<String>)> {
-        configure_from::<Pipeline>(args, topo).map(|(c, p)| (c, p.note()))
+    fn config_of(args: &[&str], topo: &Topology) -> Result<(super::super::Config, Option<String>)> {
+        configure_from::<Pipeline>(args, topo).map(|c| {
+            let note = c.placement.note();
+            (c, note)
+        })
     }
 
     #[test]

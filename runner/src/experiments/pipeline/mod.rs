@@ -18,7 +18,7 @@ pub use args::{config, PipelineArgs};
 use crate::lab::child::Task;
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
-use crate::lab::flags::Run;
+use crate::lab::experiment::Setup;
 use crate::lab::fmt;
 use crate::lab::harness::{self, Role};
 use crate::lab::measure;
@@ -50,7 +50,7 @@ pub struct Pipeline;
 
 impl Experiment for Pipeline {
     type Args = PipelineArgs;
-    type Config = Config;
+    type Config = Settings;
     type Outcome = Outcome;
     const NAME: &'static str = "pipeline";
     const DOCUMENT: Document = DOCUMENT;
@@ -63,8 +63,12 @@ impl Experiment for Pipeline {
         "Run the background-pressure sweep: no T_bg, then 8 rates from 100 k/s to 10 M/s";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((child::CHILD_TASK, child::child_task));
 
-    fn configure(a: &PipelineArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
-        config(a, run, topo)
+    fn configure(
+        a: &PipelineArgs,
+        pin: Option<&str>,
+        topo: &Topology,
+    ) -> Result<(Settings, Placement)> {
+        config(a, pin, topo)
     }
 
     fn run(cfg: &Config, session: &mut Session) -> Result<Outcome> {
@@ -100,12 +104,7 @@ fn calibrate(cfg: &Config, clock: &Clock) -> Result<(u32, f64)> {
 
 /// Everything `runner pipeline` was asked to do (after validation).
 #[derive(Clone, Debug, Serialize)]
-pub struct Config {
-    /// `--runs`, `--out`, `--noise-seconds`, validated by the frame.
-    #[serde(flatten)]
-    pub run: Run,
-    /// Where the threads run.
-    pub placement: Placement,
+pub struct Settings {
     /// Variants, in order.
     #[serde(serialize_with = "ser_variants")]
     pub variants: Vec<Variant>,
@@ -128,6 +127,9 @@ pub struct Config {
     /// Modes to run.
     pub modes: Vec<Mode>,
 }
+
+/// The validated configuration: the common flags, the placement and these settings.
+pub type Config = Setup<Settings>;
 
 fn ser_variants<S: serde::Serializer>(v: &[Variant], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(v.iter().map(|v| v.name()))

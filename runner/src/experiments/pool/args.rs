@@ -2,7 +2,8 @@
 
 use super::DOC_THREADS;
 use crate::lab::error::Result;
-use crate::lab::flags::{self, Run, THREAD_NAMES};
+use crate::lab::experiment::Setup;
+use crate::lab::flags::{self, THREAD_NAMES};
 use crate::lab::pin::Placement;
 use crate::lab::topology::Topology;
 use clap::Args;
@@ -22,27 +23,22 @@ pub struct PoolArgs {
     /// Threads of the concurrent scenario [default: document 001's 4, capped at the cores this process may use]
     #[arg(long, value_parser = flags::count_value)]
     pub threads: Option<usize>,
-    /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
-    #[command(flatten)]
-    pub common: flags::Common,
 }
 
 /// Everything `runner pool` was asked to do (after validation).
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
-pub struct Config {
-    /// `--runs`, `--out`, `--noise-seconds`, validated by the frame.
-    #[serde(flatten)]
-    pub run: Run,
-    /// Where the threads run.
-    pub placement: Placement,
+pub struct Settings {
     /// Operations per scenario and repeat (per thread when concurrent).
     pub items: usize,
     /// Threads of the concurrent scenario.
     pub threads: usize,
 }
 
+/// The validated configuration: the common flags, the placement and these settings.
+pub type Config = Setup<Settings>;
+
 /// Validates `runner pool` arguments against the machine. Every error is one line.
-pub fn config(a: &PoolArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
+pub fn config(a: &PoolArgs, pin: Option<&str>, topo: &Topology) -> Result<(Settings, Placement)> {
     let items = flags::count_in("items", a.items, 1, 1 << 28, "item")?;
     let cores = topo.allowed.len().max(1);
     let mut doc_note = None;
@@ -60,16 +56,8 @@ pub fn config(a: &PoolArgs, run: &Run, topo: &Topology) -> Result<(Config, Place
             t
         }
     };
-    let placement = flags::thread_pins(a.common.pin.as_deref(), threads, topo)?.noted_all(doc_note);
-    Ok((
-        Config {
-            run: run.clone(),
-            placement: placement.clone(),
-            items,
-            threads,
-        },
-        placement,
-    ))
+    let placement = flags::thread_pins(pin, threads, topo)?.noted_all(doc_note);
+    Ok((Settings { items, threads }, placement))
 }
 
 #[cfg(test)]
@@ -80,14 +68,18 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_document_and_adapt_to_two_cores() {
-        let (c, place) = on_two_cores::<Pool>(&[]).unwrap();
+        let c = on_two_cores::<Pool>(&[]).unwrap();
         assert_eq!((c.items, c.run.runs), (1_000_000, 10));
         assert_eq!(c.threads, 2);
         assert_eq!(c.placement.threads(), vec![0, 1]);
-        assert!(place.note().unwrap().contains("document 001 ran 4 threads"));
-        let (c, place) = on_two_cores::<Pool>(&["--threads", "4"]).unwrap();
+        assert!(c
+            .placement
+            .note()
+            .unwrap()
+            .contains("document 001 ran 4 threads"));
+        let c = on_two_cores::<Pool>(&["--threads", "4"]).unwrap();
         assert_eq!((c.threads, c.placement.threads().len()), (4, 2));
-        assert!(place.note().unwrap().contains("share cores"));
+        assert!(c.placement.note().unwrap().contains("share cores"));
     }
 
     #[test]

@@ -13,14 +13,13 @@ mod work;
 use crate::lab::child::Task;
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
-use crate::lab::flags::Run;
 use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
 use crate::lab::session::Session;
 use crate::lab::topology::Topology;
 
-pub use args::{config, Config, PoolArgs};
+pub use args::{config, Config, PoolArgs, Settings};
 pub use work::{child_task, Contender, CHILD_TASK};
 
 /// The source document.
@@ -38,7 +37,7 @@ pub struct Pool;
 
 impl Experiment for Pool {
     type Args = PoolArgs;
-    type Config = Config;
+    type Config = Settings;
     type Outcome = report::Outcome;
     const NAME: &'static str = "pool";
     const DOCUMENT: Document = DOCUMENT;
@@ -50,8 +49,12 @@ impl Experiment for Pool {
     const A_RUN: &'static str = "every contender once per scenario, in an order that rotates from run to run; the first run is dropped as warm-up and the median of the rest reported";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
 
-    fn configure(a: &PoolArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
-        config(a, run, topo)
+    fn configure(
+        a: &PoolArgs,
+        pin: Option<&str>,
+        topo: &Topology,
+    ) -> Result<(Settings, Placement)> {
+        config(a, pin, topo)
     }
 
     fn run(cfg: &Config, session: &mut Session) -> Result<report::Outcome> {

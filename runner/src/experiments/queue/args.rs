@@ -1,9 +1,8 @@
 //! `runner queue`'s flags and their validation against this machine.
 
-use super::{work, Config, Mode};
+use super::{work, Mode, Settings};
 use crate::lab::error::{Error, Result};
 use crate::lab::flags;
-use crate::lab::flags::Run;
 use crate::lab::paced;
 use crate::lab::pin::Placement;
 use crate::lab::topology::Topology;
@@ -30,13 +29,10 @@ pub struct QueueArgs {
     /// Sweep: seconds of offered load per point and run (caps --items at low rates)
     #[arg(long, default_value = "0.2", allow_hyphen_values = true, value_parser = flags::num_value)]
     pub sweep_seconds: f64,
-    /// `--pin`, `--runs`, `--out`, `--noise-seconds`.
-    #[command(flatten)]
-    pub common: flags::Common,
 }
 
 /// Validates `runner queue` arguments against the machine. Every error is one line.
-pub fn config(a: &QueueArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
+pub fn config(a: &QueueArgs, pin: Option<&str>, topo: &Topology) -> Result<(Settings, Placement)> {
     let variants = match &a.variants {
         Some(s) => work::parse_variants(s)?,
         None => work::Variant::ALL.to_vec(),
@@ -56,12 +52,10 @@ pub fn config(a: &QueueArgs, run: &Run, topo: &Topology) -> Result<(Config, Plac
             a.sweep_seconds
         )));
     }
-    let placement = flags::pair(a.common.pin.as_deref(), topo)?;
+    let placement = flags::pair(pin, topo)?;
     let modes = a.modes.chosen(&[Mode::Headline]);
     Ok((
-        Config {
-            run: run.clone(),
-            placement: placement.clone(),
+        Settings {
             variants,
             rate_hz,
             items,
@@ -84,8 +78,8 @@ mod tests {
         Topology::two_cores()
     }
 
-    fn config_of(args: &[&str]) -> Result<Config> {
-        configure_from::<Queue>(args, &topo()).map(|(c, _)| c)
+    fn config_of(args: &[&str]) -> Result<super::super::Config> {
+        configure_from::<Queue>(args, &topo())
     }
 
     #[test]

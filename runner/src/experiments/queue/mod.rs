@@ -13,7 +13,7 @@ pub use args::{config, QueueArgs};
 
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
-use crate::lab::flags::Run;
+use crate::lab::experiment::Setup;
 use crate::lab::fmt;
 pub use crate::lab::measure::Mode;
 use crate::lab::paced;
@@ -39,7 +39,7 @@ pub struct Queue;
 
 impl Experiment for Queue {
     type Args = QueueArgs;
-    type Config = Config;
+    type Config = Settings;
     type Outcome = Outcome;
     const NAME: &'static str = "queue";
     const DOCUMENT: Document = DOCUMENT;
@@ -53,8 +53,12 @@ impl Experiment for Queue {
     const SWEEP: &'static str = "Run the load sweep: twelve offered rates from 100 kHz to 50 MHz";
     const ALL_FLAGS: &'static [&'static str] = &["--all"];
 
-    fn configure(a: &QueueArgs, run: &Run, topo: &Topology) -> Result<(Config, Placement)> {
-        config(a, run, topo)
+    fn configure(
+        a: &QueueArgs,
+        pin: Option<&str>,
+        topo: &Topology,
+    ) -> Result<(Settings, Placement)> {
+        config(a, pin, topo)
     }
 
     fn run(cfg: &Config, session: &mut Session) -> Result<Outcome> {
@@ -65,12 +69,7 @@ impl Experiment for Queue {
 
 /// Everything `runner queue` was asked to do (after validation).
 #[derive(Clone, Debug, Serialize)]
-pub struct Config {
-    /// `--runs`, `--out`, `--noise-seconds`, validated by the frame.
-    #[serde(flatten)]
-    pub run: Run,
-    /// Where the threads run.
-    pub placement: Placement,
+pub struct Settings {
     /// Variants, in order.
     #[serde(serialize_with = "ser_variants")]
     pub variants: Vec<Variant>,
@@ -87,6 +86,9 @@ pub struct Config {
     /// Sweep: fewest items per point and run.
     pub sweep_min_items: usize,
 }
+
+/// The validated configuration: the common flags, the placement and these settings.
+pub type Config = Setup<Settings>;
 
 fn ser_variants<S: serde::Serializer>(v: &[Variant], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(v.iter().map(|v| v.name()))
