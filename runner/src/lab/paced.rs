@@ -68,6 +68,15 @@ pub trait Named: Copy + PartialEq {
     fn name(self) -> &'static str;
 }
 
+/// Writes a list of contenders as their names (`#[serde(serialize_with =
+/// "paced::names")]` in a configuration).
+pub fn names<V: Named, S: serde::Serializer>(
+    v: &[V],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(|&x| x.name()))
+}
+
 /// One (mode, variant, load point) of a paced experiment: its merged runs
 /// ([`Measured`], reached through `Deref`), why it did not run if it did not, and the
 /// experiment's own figures (`extra`).

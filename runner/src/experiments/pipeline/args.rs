@@ -1,13 +1,16 @@
 //! `runner pipeline`'s flags and their validation against this machine.
 
 use super::work::{self, Variant};
-use super::{Mode, Settings};
+use super::Mode;
 use crate::lab::error::{Error, Result};
+use crate::lab::experiment::Setup;
 use crate::lab::flags;
 use crate::lab::paced;
+use crate::lab::pacer;
 use crate::lab::pin::{self, Placement};
 use crate::lab::topology::{format_cpu_list, Topology};
 use clap::Args;
+use serde::Serialize;
 
 /// `runner pipeline` options (every default is written here and nowhere else).
 #[derive(Args, Debug, Clone)]
@@ -190,6 +193,50 @@ fn placement(
         )
     });
     Ok((cores, bg_threads > 0, note))
+}
+
+/// Everything `runner pipeline` was asked to do (after validation).
+#[derive(Clone, Debug, Serialize)]
+pub struct Settings {
+    /// Variants, in order.
+    #[serde(serialize_with = "paced::names")]
+    pub variants: Vec<Variant>,
+    /// A background thread shares a measured core.
+    pub bg_shares_core: bool,
+    /// Producer and consumer were placed on different L3 groups.
+    pub cross_l3: bool,
+    /// Offered order rate (headline and sweep).
+    pub rate_hz: f64,
+    /// Orders per run.
+    pub items: usize,
+    /// Forward ring capacity.
+    pub capacity: usize,
+    /// Target weight of the risk check (ns).
+    pub work_ns: f64,
+    /// Background operations per second per thread (headline and throughput).
+    pub bg_rate_hz: f64,
+    /// Background threads (headline and throughput).
+    pub bg_threads: usize,
+    /// Modes to run.
+    pub modes: Vec<Mode>,
+}
+
+/// The validated configuration: the common flags, the placement and these settings.
+pub type Config = Setup<Settings>;
+
+impl Config {
+    /// The cores of `n` background threads: the background cores, cycled.
+    pub fn background_cores(&self, n: usize) -> Vec<usize> {
+        let bg = self.placement.cores_of("background");
+        (0..n).map(|i| bg[i % bg.len()]).collect()
+    }
+
+    /// The sweep's background rates: none, then eight log-spaced from 100 k/s to 10 M/s.
+    pub fn sweep_points() -> Vec<Option<f64>> {
+        std::iter::once(None)
+            .chain(pacer::log_spaced(1e5, 1e7, 8).into_iter().map(Some))
+            .collect()
+    }
 }
 
 #[cfg(test)]

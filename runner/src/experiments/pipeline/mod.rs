@@ -13,18 +13,15 @@ pub mod work;
 mod args;
 mod child;
 
-pub use args::{config, PipelineArgs};
+pub use args::{config, Config, PipelineArgs, Settings};
+pub use report::Outcome;
+pub use work::{Cell, Load};
 
 use crate::lab::child::Task;
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
-use crate::lab::experiment::Setup;
 use crate::lab::fmt;
-use crate::lab::harness::{self, Role};
-use crate::lab::measure;
 pub use crate::lab::measure::Mode;
-use crate::lab::paced;
-use crate::lab::pacer;
 use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
@@ -32,9 +29,7 @@ use crate::lab::session::Session;
 use crate::lab::stop;
 use crate::lab::topology::Topology;
 use handoff_clock::Clock;
-use handoff_stats::Latency;
-use serde::Serialize;
-use work::{run_once, RunSpec, Variant};
+use work::{calibrate, run_once, RunSpec};
 
 /// The source document.
 pub const DOCUMENT: Document = Document {
@@ -86,149 +81,6 @@ impl Experiment for Pipeline {
         outcome.risk_rounds = rounds;
         outcome.check_ns = check_ns;
         Ok(outcome)
-    }
-}
-
-/// Measures the risk check on the consumer's core and returns (rounds, ns per check).
-fn calibrate(cfg: &Config, clock: &Clock) -> Result<(u32, f64)> {
-    let target = cfg.work_ns;
-    let (_, mut out) = harness::run(
-        clock.timer(),
-        stop::flag(),
-        vec![Role::new(cfg.placement.consumer(), |_s| {
-            order::calibrate(target, clock)
-        })],
-    )?;
-    Ok(out.remove(0))
-}
-
-/// Everything `runner pipeline` was asked to do (after validation).
-#[derive(Clone, Debug, Serialize)]
-pub struct Settings {
-    /// Variants, in order.
-    #[serde(serialize_with = "ser_variants")]
-    pub variants: Vec<Variant>,
-    /// A background thread shares a measured core.
-    pub bg_shares_core: bool,
-    /// Producer and consumer were placed on different L3 groups.
-    pub cross_l3: bool,
-    /// Offered order rate (headline and sweep).
-    pub rate_hz: f64,
-    /// Orders per run.
-    pub items: usize,
-    /// Forward ring capacity.
-    pub capacity: usize,
-    /// Target weight of the risk check (ns).
-    pub work_ns: f64,
-    /// Background operations per second per thread (headline and throughput).
-    pub bg_rate_hz: f64,
-    /// Background threads (headline and throughput).
-    pub bg_threads: usize,
-    /// Modes to run.
-    pub modes: Vec<Mode>,
-}
-
-/// The validated configuration: the common flags, the placement and these settings.
-pub type Config = Setup<Settings>;
-
-fn ser_variants<S: serde::Serializer>(v: &[Variant], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(v.iter().map(|v| v.name()))
-}
-
-impl Config {
-    /// The cores of `n` background threads: the background cores, cycled.
-    pub fn background_cores(&self, n: usize) -> Vec<usize> {
-        let bg = self.placement.cores_of("background");
-        (0..n).map(|i| bg[i % bg.len()]).collect()
-    }
-
-    /// The sweep's background rates: none, then eight log-spaced from 100 k/s to 10 M/s.
-    pub fn sweep_points() -> Vec<Option<f64>> {
-        std::iter::once(None)
-            .chain(pacer::log_spaced(1e5, 1e7, 8).into_iter().map(Some))
-            .collect()
-    }
-}
-
-/// One (mode, variant, background rate) cell: its merged runs (`lab::measure`, through
-/// `Deref`) and the pipeline's own figures.
-pub type Cell = paced::Cell<Variant, Load>;
-
-impl paced::Named for Variant {
-    fn name(self) -> &'static str {
-        Variant::name(self)
-    }
-}
-
-/// A pipeline cell's own figures: its background load and the costs on each side.
-#[derive(Clone, Debug, Default)]
-pub struct Load {
-    /// Background operations per second per thread (`None`: no background thread).
-    pub bg_rate_hz: Option<f64>,
-    /// Background threads.
-    pub bg_threads: usize,
-    /// Stamp before the allocation -> stamp after it (the producer's allocation cost), ns.
-    pub alloc_ns: Latency,
-    /// Dequeue -> checked and freed (the consumer's work per order), ns.
-    pub service_ns: Latency,
-    /// Achieved background operations per second (all threads), per run.
-    pub bg_achieved: Vec<f64>,
-    /// Pool allocations refused (retried), all runs.
-    pub exhausted: u64,
-}
-
-impl Cell {
-    /// Median achieved background rate over the runs.
-    pub fn bg_achieved_hz(&self) -> Option<f64> {
-        measure::median(self.extra.bg_achieved.clone())
-    }
-
-    fn add(&mut self, raw: &work::RunRaw, clock: &Clock) -> Result<()> {
-        for (&pre, &t) in raw.before_alloc.iter().zip(&raw.stamps.send) {
-            self.extra
-                .alloc_ns
-                .record(clock.ticks_to_ns(t.saturating_sub(pre)));
-        }
-        for (&r, &d) in raw.stamps.recv.iter().zip(&raw.done) {
-            self.extra
-                .service_ns
-                .record(clock.ticks_to_ns(d.saturating_sub(r)));
-        }
-        if !raw.bg.is_empty() {
-            self.extra
-                .bg_achieved
-                .push(raw.bg.iter().map(|b| b.rate()).sum());
-        }
-        self.extra.exhausted += raw.exhausted;
-        self.measured.add(&raw.stamps, clock, self.variant.name())
-    }
-}
-
-/// All cells of one invocation.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    /// Cells, in plan order.
-    pub cells: Vec<Cell>,
-    /// The calibrated risk-check setting.
-    pub risk_rounds: u32,
-    /// Its measured cost, ns per order.
-    pub check_ns: f64,
-}
-
-impl Outcome {
-    /// Cells of one mode.
-    pub fn of(&self, mode: Mode) -> impl Iterator<Item = &Cell> {
-        self.cells.iter().filter(move |c| c.mode == mode)
-    }
-
-    /// The headline or throughput cell of a variant.
-    pub fn find(&self, mode: Mode, v: Variant) -> Option<&Cell> {
-        self.cells.iter().find(|c| c.mode == mode && c.variant == v)
-    }
-
-    /// A variant's sweep cells, the no-background point first.
-    pub fn sweep_of(&self, v: Variant) -> Vec<&Cell> {
-        self.of(Mode::Sweep).filter(|c| c.variant == v).collect()
     }
 }
 

@@ -1,7 +1,8 @@
 //! The pipeline's outputs: the stdout tables, its contenders and sweeps for the results
 //! JSON (`lab::schema`) and the SVG charts.
 
-use super::{Cell, Config, Mode, Outcome};
+use super::work;
+use super::{Cell, Config, Mode};
 use crate::lab::chart::Series;
 use crate::lab::claims::Claim;
 use crate::lab::error::Result;
@@ -14,6 +15,34 @@ use crate::lab::results::Outputs;
 use crate::lab::schema::{Better, Sweep, Unit, Variant};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
+
+/// All cells of one invocation.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Cells, in plan order.
+    pub cells: Vec<Cell>,
+    /// The calibrated risk-check setting.
+    pub risk_rounds: u32,
+    /// Its measured cost, ns per order.
+    pub check_ns: f64,
+}
+
+impl Outcome {
+    /// Cells of one mode.
+    pub fn of(&self, mode: Mode) -> impl Iterator<Item = &Cell> {
+        self.cells.iter().filter(move |c| c.mode == mode)
+    }
+
+    /// The headline or throughput cell of a variant.
+    pub fn find(&self, mode: Mode, v: work::Variant) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.mode == mode && c.variant == v)
+    }
+
+    /// A variant's sweep cells, the no-background point first.
+    pub fn sweep_of(&self, v: work::Variant) -> Vec<&Cell> {
+        self.of(Mode::Sweep).filter(|c| c.variant == v).collect()
+    }
+}
 
 fn bg_text(c: &Cell) -> String {
     match c.extra.bg_rate_hz {

@@ -8,14 +8,17 @@
 //! roles and sends the raw stamps back, and this process reduces them like any other.
 
 use super::background::{self, BgReport};
-use super::order::{Order, Risk};
+use super::order::{self, Order, Risk};
 use crate::lab;
 use crate::lab::error::{Error, Result};
 use crate::lab::harness::{self, wait_due, Role, Start};
-use crate::lab::measure::Stamps;
+use crate::lab::measure::{self, Stamps};
+use crate::lab::paced;
 use crate::lab::pacer::Schedule;
-use handoff_clock::Timer;
+use crate::lab::stop;
+use handoff_clock::{Clock, Timer};
 use handoff_pool::{arena, return_queue, ArenaBox, PoolBox};
+use handoff_stats::Latency;
 use serde::{Deserialize, Serialize};
 use std::ops::DerefMut;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -334,6 +337,74 @@ fn roles<A: Alloc, F: Free<Obj = A::Obj>>(
         bg,
         exhausted,
     })
+}
+
+/// One (mode, variant, background rate) cell: its merged runs (`lab::measure`, through
+/// `Deref`) and the pipeline's own figures.
+pub type Cell = paced::Cell<Variant, Load>;
+
+impl paced::Named for Variant {
+    fn name(self) -> &'static str {
+        Variant::name(self)
+    }
+}
+
+/// A pipeline cell's own figures: its background load and the costs on each side.
+#[derive(Clone, Debug, Default)]
+pub struct Load {
+    /// Background operations per second per thread (`None`: no background thread).
+    pub bg_rate_hz: Option<f64>,
+    /// Background threads.
+    pub bg_threads: usize,
+    /// Stamp before the allocation -> stamp after it (the producer's allocation cost), ns.
+    pub alloc_ns: Latency,
+    /// Dequeue -> checked and freed (the consumer's work per order), ns.
+    pub service_ns: Latency,
+    /// Achieved background operations per second (all threads), per run.
+    pub bg_achieved: Vec<f64>,
+    /// Pool allocations refused (retried), all runs.
+    pub exhausted: u64,
+}
+
+impl Cell {
+    /// Median achieved background rate over the runs.
+    pub fn bg_achieved_hz(&self) -> Option<f64> {
+        measure::median(self.extra.bg_achieved.clone())
+    }
+
+    /// Adds one run.
+    pub fn add(&mut self, raw: &RunRaw, clock: &Clock) -> Result<()> {
+        for (&pre, &t) in raw.before_alloc.iter().zip(&raw.stamps.send) {
+            self.extra
+                .alloc_ns
+                .record(clock.ticks_to_ns(t.saturating_sub(pre)));
+        }
+        for (&r, &d) in raw.stamps.recv.iter().zip(&raw.done) {
+            self.extra
+                .service_ns
+                .record(clock.ticks_to_ns(d.saturating_sub(r)));
+        }
+        if !raw.bg.is_empty() {
+            self.extra
+                .bg_achieved
+                .push(raw.bg.iter().map(|b| b.rate()).sum());
+        }
+        self.extra.exhausted += raw.exhausted;
+        self.measured.add(&raw.stamps, clock, self.variant.name())
+    }
+}
+
+/// Measures the risk check on the consumer's core and returns (rounds, ns per check).
+pub fn calibrate(cfg: &super::Config, clock: &Clock) -> Result<(u32, f64)> {
+    let target = cfg.work_ns;
+    let (_, mut out) = harness::run(
+        clock.timer(),
+        stop::flag(),
+        vec![Role::new(cfg.placement.consumer(), |_s| {
+            order::calibrate(target, clock)
+        })],
+    )?;
+    Ok(out.remove(0))
 }
 
 #[cfg(test)]

@@ -1,12 +1,16 @@
 //! `runner queue`'s flags and their validation against this machine.
 
-use super::{work, Mode, Settings};
+use super::work::{self, Variant};
+use super::Mode;
 use crate::lab::error::{Error, Result};
+use crate::lab::experiment::Setup;
 use crate::lab::flags;
 use crate::lab::paced;
+use crate::lab::pacer;
 use crate::lab::pin::Placement;
 use crate::lab::topology::Topology;
 use clap::Args;
+use serde::Serialize;
 
 /// `runner queue` options (every default is written here and nowhere else).
 #[derive(Args, Debug, Clone)]
@@ -66,6 +70,42 @@ pub fn config(a: &QueueArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
         },
         placement,
     ))
+}
+
+/// Everything `runner queue` was asked to do (after validation).
+#[derive(Clone, Debug, Serialize)]
+pub struct Settings {
+    /// Variants, in order.
+    #[serde(serialize_with = "paced::names")]
+    pub variants: Vec<Variant>,
+    /// Offered rate of the headline mode.
+    pub rate_hz: f64,
+    /// Items per run.
+    pub items: usize,
+    /// Queue capacity.
+    pub capacity: usize,
+    /// Modes to run.
+    pub modes: Vec<Mode>,
+    /// Sweep: seconds of offered load per point and run (caps the items at low rates).
+    pub sweep_seconds: f64,
+    /// Sweep: fewest items per point and run.
+    pub sweep_min_items: usize,
+}
+
+/// The validated configuration: the common flags, the placement and these settings.
+pub type Config = Setup<Settings>;
+
+impl Config {
+    /// The offered rates of the sweep (the document's twelve points).
+    pub fn sweep_rates() -> Vec<f64> {
+        pacer::log_spaced(1e5, 5e7, 12)
+    }
+
+    /// Items per run at a sweep point: `--items`, capped at `sweep_seconds` of load.
+    pub fn sweep_items(&self, rate: f64) -> usize {
+        let by_time = (rate * self.sweep_seconds) as usize;
+        self.items.min(by_time.max(self.sweep_min_items))
+    }
 }
 
 #[cfg(test)]

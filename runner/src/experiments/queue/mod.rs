@@ -9,15 +9,14 @@ pub mod work;
 
 mod args;
 
-pub use args::{config, QueueArgs};
+pub use args::{config, Config, QueueArgs, Settings};
+pub use report::Outcome;
 
 use crate::lab::error::Result;
 use crate::lab::experiment::Experiment;
-use crate::lab::experiment::Setup;
 use crate::lab::fmt;
 pub use crate::lab::measure::Mode;
 use crate::lab::paced;
-use crate::lab::pacer;
 use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
@@ -25,7 +24,6 @@ use crate::lab::session::Session;
 use crate::lab::stop;
 use crate::lab::topology::Topology;
 use handoff_clock::Clock;
-use serde::Serialize;
 use work::{run_once, RunSpec, Variant};
 
 /// The source document.
@@ -67,46 +65,6 @@ impl Experiment for Queue {
     }
 }
 
-/// Everything `runner queue` was asked to do (after validation).
-#[derive(Clone, Debug, Serialize)]
-pub struct Settings {
-    /// Variants, in order.
-    #[serde(serialize_with = "ser_variants")]
-    pub variants: Vec<Variant>,
-    /// Offered rate of the headline mode.
-    pub rate_hz: f64,
-    /// Items per run.
-    pub items: usize,
-    /// Queue capacity.
-    pub capacity: usize,
-    /// Modes to run.
-    pub modes: Vec<Mode>,
-    /// Sweep: seconds of offered load per point and run (caps the items at low rates).
-    pub sweep_seconds: f64,
-    /// Sweep: fewest items per point and run.
-    pub sweep_min_items: usize,
-}
-
-/// The validated configuration: the common flags, the placement and these settings.
-pub type Config = Setup<Settings>;
-
-fn ser_variants<S: serde::Serializer>(v: &[Variant], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(v.iter().map(|v| v.name()))
-}
-
-impl Config {
-    /// The offered rates of the sweep (the document's twelve points).
-    pub fn sweep_rates() -> Vec<f64> {
-        pacer::log_spaced(1e5, 5e7, 12)
-    }
-
-    /// Items per run at a sweep point: `--items`, capped at `sweep_seconds` of load.
-    pub fn sweep_items(&self, rate: f64) -> usize {
-        let by_time = (rate * self.sweep_seconds) as usize;
-        self.items.min(by_time.max(self.sweep_min_items))
-    }
-}
-
 /// One (mode, variant, offered rate) cell: the merged runs (`lab::measure`), reached
 /// through `Deref`.
 pub type Cell = paced::Cell<Variant, ()>;
@@ -114,27 +72,6 @@ pub type Cell = paced::Cell<Variant, ()>;
 impl paced::Named for Variant {
     fn name(self) -> &'static str {
         Variant::name(self)
-    }
-}
-
-/// All cells of one invocation, in the order they were planned.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    /// Cells.
-    pub cells: Vec<Cell>,
-}
-
-impl Outcome {
-    /// Cells of one mode.
-    pub fn of(&self, mode: Mode) -> impl Iterator<Item = &Cell> {
-        self.cells.iter().filter(move |c| c.mode == mode)
-    }
-
-    /// The first runnable cell of (mode, variant) (headline and throughput have one each).
-    pub fn find(&self, mode: Mode, v: Variant) -> Option<&Cell> {
-        self.cells
-            .iter()
-            .find(|c| c.mode == mode && c.variant == v && c.unavailable.is_none())
     }
 }
 

@@ -1,7 +1,8 @@
 //! The queue experiment's outputs: the stdout tables, its contenders and sweeps for the
 //! results JSON (`lab::schema`) and the SVG charts.
 
-use super::{Cell, Config, Mode, Outcome};
+use super::work;
+use super::{Cell, Config, Mode};
 use crate::lab::chart::Series;
 use crate::lab::claims::Claim;
 use crate::lab::error::Result;
@@ -13,6 +14,27 @@ use crate::lab::paced;
 use crate::lab::results::Outputs;
 use crate::lab::schema::{Sweep, Unit, Variant};
 use std::fmt::Write as _;
+
+/// All cells of one invocation, in the order they were planned.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Cells.
+    pub cells: Vec<Cell>,
+}
+
+impl Outcome {
+    /// Cells of one mode.
+    pub fn of(&self, mode: Mode) -> impl Iterator<Item = &Cell> {
+        self.cells.iter().filter(move |c| c.mode == mode)
+    }
+
+    /// The first runnable cell of (mode, variant) (headline and throughput have one each).
+    pub fn find(&self, mode: Mode, v: work::Variant) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|c| c.mode == mode && c.variant == v && c.unavailable.is_none())
+    }
+}
 
 /// The sweep as one compact table per variant: offered rate, p50/p99/p99.9,
 /// achieved rate and depth.
