@@ -46,11 +46,11 @@ pub fn command() -> Command {
     )
 }
 
-/// Parses and validates everything first (bad input: exit 2, nothing measured), then
-/// runs: the named experiment, or every experiment for `runner all`.
 /// A validated run and the experiment it belongs to.
 type Planned = (&'static dyn Entry, Box<dyn Prepared>);
 
+/// Parses and validates everything first (bad input: exit 2, nothing measured): the
+/// named experiment, or every experiment for `runner all`.
 fn prepare(matches: &clap::ArgMatches, topo: &Topology) -> Result<Vec<Planned>> {
     let (name, sub) = matches
         .subcommand()
