@@ -71,10 +71,23 @@ pub fn config(
         .chosen(&[Mode::Headline, Mode::Sweep, Mode::Throughput]);
     let bg_needed = bg_threads.max(usize::from(modes.contains(&Mode::Sweep)));
     let (cores, bg_shares_core, note) = placement(a, pin, bg_needed, topo)?;
-    let placement = cores[2..].iter().fold(
+    let mut placement = cores[2..].iter().fold(
         Placement::pair(cores[0], cores[1]).noted_all(note),
         |p, &b| p.with("background", b),
     );
+    // A background thread on a measured core measures that sharing, not the
+    // allocators: where the default placement has to share, the headline and the
+    // throughput run without it, and only the sweep (labelled) keeps it.
+    let headline_bg_threads = if bg_shares_core && pin.is_none() {
+        0
+    } else {
+        bg_threads
+    };
+    if headline_bg_threads < bg_threads {
+        placement = placement.noted(
+            "the headline and the throughput therefore run without the background thread (on a measured core it would measure the sharing, not the allocators); the sweep keeps it, on the producer's core, and says so",
+        );
+    }
     Ok((
         Settings {
             variants,
@@ -86,6 +99,7 @@ pub fn config(
             work_ns,
             bg_rate_hz,
             bg_threads,
+            headline_bg_threads,
             modes,
         },
         placement,
@@ -215,8 +229,11 @@ pub struct Settings {
     pub work_ns: f64,
     /// Background operations per second per thread (headline and throughput).
     pub bg_rate_hz: f64,
-    /// Background threads (headline and throughput).
+    /// Background threads asked for (`--bg-threads`).
     pub bg_threads: usize,
+    /// Background threads of the headline and the throughput: `--bg-threads`, or 0
+    /// where the default placement would put them on a measured core.
+    pub headline_bg_threads: usize,
     /// Modes to run.
     pub modes: Vec<Mode>,
 }
@@ -276,10 +293,15 @@ mod tests {
         assert_eq!(c.modes, vec![Mode::Headline, Mode::Sweep, Mode::Throughput]);
         assert_eq!(c.placement.threads(), vec![0, 1, 0]);
         assert!(c.bg_shares_core);
-        assert!(note.unwrap().contains("shares the producer's core"));
+        // On two cores the headline runs without the background thread, and says so.
+        assert_eq!(c.headline_bg_threads, 0);
+        let note = note.unwrap();
+        assert!(note.contains("shares the producer's core"), "{note}");
+        assert!(note.contains("run without the background thread"), "{note}");
         let (c, _) = config_of(&["--headline"], &sixteen()).unwrap();
         assert_eq!(c.modes, vec![Mode::Headline]);
         assert!(!c.bg_shares_core);
+        assert_eq!(c.headline_bg_threads, 1);
         assert_eq!(c.placement.threads().len(), 3);
         assert!(c.placement.threads().iter().all(|&p| p != 0));
         let (c, note) = config_of(&["--cross-l3"], &sixteen()).unwrap();

@@ -97,10 +97,8 @@ pub fn execute(
     for &mode in &cfg.modes {
         let points: Vec<(Option<f64>, usize)> = match mode {
             Mode::Headline | Mode::Throughput => {
-                vec![(
-                    (cfg.bg_threads > 0).then_some(cfg.bg_rate_hz),
-                    cfg.bg_threads,
-                )]
+                let n = cfg.headline_bg_threads;
+                vec![((n > 0).then_some(cfg.bg_rate_hz), n)]
             }
             Mode::Sweep => Config::sweep_points()
                 .into_iter()

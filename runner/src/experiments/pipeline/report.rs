@@ -119,9 +119,14 @@ fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
 
 fn sweep_table(out: &Outcome, cfg: &Config) -> String {
     let mut s = format!(
-        "sweep: background pressure at {} offered, {} orders per point; no background, then 8 rates from 100 k/s to 10 M/s\n",
+        "sweep: background pressure at {} offered, {} orders per point; no background, then 8 rates from 100 k/s to 10 M/s{}\n",
         fmt::rate(cfg.rate_hz),
-        cfg.items
+        cfg.items,
+        if cfg.bg_shares_core {
+            " (the background thread shares a measured core here: this measures that sharing)"
+        } else {
+            ""
+        }
     );
     for &v in &cfg.variants {
         let _ = writeln!(
