@@ -396,6 +396,19 @@ impl Probes {
             .min()
     }
 
+    /// The smallest median gap of any probed core, before or after: the size of one
+    /// interruption of a thread that runs alone on its core. A tail of a one-thread
+    /// loop at that size or above is the host's, not the code's.
+    pub fn gap_ns(&self) -> Option<u64> {
+        [&self.before, &self.after]
+            .into_iter()
+            .flatten()
+            .flat_map(|p| p.cores.iter())
+            .filter(|c| c.interruptions > 0)
+            .map(|c| c.median_ns)
+            .min()
+    }
+
     /// Report lines: per probe, each core, then the handoff.
     pub fn lines(&self) -> Vec<String> {
         let mut v = Vec::new();

@@ -53,7 +53,7 @@ impl Experiment for Patterns {
     fn run(cfg: &Config, session: &mut Session) -> Result<report::Outcome> {
         let timer = session.clock.timer();
         let r = cfg.run.runs;
-        let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1;
+        let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1 + 1;
         let bar = session.progress(steps as u64)?;
         let check = stop::check;
         // Memory first, while the heap holds nothing freed that malloc could reuse.
@@ -108,6 +108,14 @@ impl Experiment for Patterns {
                 bar.inc(1);
             }
         }
+        // The multi-thread part once more, each operation timed: the outliers.
+        let mut outliers = Vec::new();
+        for who in work::Shared::ALL {
+            check()?;
+            bar.set_message(format!("outliers {}", who.name()));
+            outliers.push((who, work::outliers(cfg, timer, who)?));
+        }
+        bar.inc(1);
         check()?;
         bar.set_message("profiler");
         let profile = once::profiled(cfg, timer, &session.clock)?;
@@ -124,6 +132,7 @@ impl Experiment for Patterns {
             typed,
             shared,
             processed,
+            outliers,
             profile,
             numa,
         ))

@@ -2,12 +2,13 @@
 //! the contenders of the results JSON and the charts.
 
 use super::once::{Holder, Memory, NumaOutcome};
-use super::work::{Processed, Shared, TypedSample};
+use super::work::{Outliers, Processed, Shared, TypedSample, OUTLIER_NS};
 use super::Config;
 use crate::lab::chart;
 use crate::lab::claims::Claim;
 use crate::lab::error::Result;
 use crate::lab::experiment::Report;
+use crate::lab::fmt;
 use crate::lab::measure::median_or_nan as median;
 use crate::lab::noise::Probes;
 use crate::lab::results::Outputs;
@@ -37,6 +38,8 @@ pub struct Outcome {
     pub(super) typed_ms: (f64, f64, f64),
     /// Median ms per contender of the multi-thread part.
     pub(super) shared_ms: Vec<(Shared, f64)>,
+    /// The multi-thread part with every operation timed, per contender.
+    pub(super) outliers: Vec<(Shared, Outliers)>,
     /// Order processing: malloc, pool.
     pub(super) orders: (OrderRun, OrderRun),
     pub(super) profile: (AllocReport, AllocReport),
@@ -57,6 +60,7 @@ impl Outcome {
         typed: Vec<TypedSample>,
         shared: Vec<Vec<u64>>,
         processed: Vec<Vec<Processed>>,
+        outliers: Vec<(Shared, Outliers)>,
         profile: (AllocReport, AllocReport),
         numa: NumaOutcome,
     ) -> Outcome {
@@ -116,6 +120,7 @@ impl Outcome {
                 .map(|(&w, v)| (w, median(v.iter().map(|&t| ms(t)))))
                 .collect(),
             orders: (run(&processed[0]), run(&processed[1])),
+            outliers,
             profile,
             numa,
             read_cost_ns: (cost.start_ns + cost.end_ns) / 2.0,
@@ -198,6 +203,22 @@ fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
             "  {:<16} {t:>10.2} {:>16.0}",
             w.name(),
             total / (t / 1e3)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  outliers: the same again with every allocation and release timed, operations of {} or more",
+        fmt::ns(OUTLIER_NS)
+    );
+    for (w, x) in &o.outliers {
+        let _ = writeln!(
+            s,
+            "  {:<16} {:>10} of {} ({:.1} per million), longest {}",
+            w.name(),
+            x.over_200us,
+            x.ops,
+            x.per_million(),
+            fmt::ns(x.max_ns)
         );
     }
     v.push(s);
@@ -325,8 +346,8 @@ impl Report<Config> for Outcome {
         sections(self, cfg)
     }
 
-    fn claims(&self, cfg: &Config, _noise: Option<&Probes>) -> Vec<Claim> {
-        super::claims::claims(self, cfg)
+    fn claims(&self, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
+        super::claims::claims(self, cfg, noise)
     }
 
     fn variants(&self, _cfg: &Config) -> Vec<Variant> {
@@ -341,6 +362,16 @@ impl Report<Config> for Outcome {
                 runs.iter().copied(),
             )
             .set("mode", part);
+            let outliers = self.outliers.iter().find(|(w, _)| w.name() == *name);
+            if let (true, Some((_, x))) = (*part == "many_threads", outliers) {
+                v.figure(
+                    "ops_over_200us",
+                    Unit::Count,
+                    Better::Lower,
+                    x.over_200us as f64,
+                    [],
+                );
+            }
             out.push(v);
         }
         for (name, run) in [("malloc", &self.orders.0), ("pool", &self.orders.1)] {
@@ -404,6 +435,12 @@ impl Report<Config> for Outcome {
             json!({ "pool": o.profile.0, "malloc": o.profile.1, "clock_read_ns": o.read_cost_ns }),
         );
         m.insert("numa".into(), json!(o.numa));
+        let outliers: Map<String, Value> = o
+            .outliers
+            .iter()
+            .map(|(w, x)| (w.name().to_string(), json!(x)))
+            .collect();
+        m.insert("outliers_200us".into(), Value::Object(outliers));
         m
     }
 

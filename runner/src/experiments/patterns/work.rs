@@ -13,6 +13,7 @@ use handoff_pool::{BumpArena, Capacity, Pool};
 use handoff_stats::{Latency, Unit};
 use serde::Serialize;
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Document 003's `Tick` (24 bytes). Written as the document writes it; the
 /// measured loops only hold it.
@@ -261,6 +262,109 @@ pub fn many_threads(cfg: &Config, timer: Timer, who: Shared) -> Result<u64> {
             black_box(&held);
         }),
     }
+}
+
+/// Operations at least this long are the document's "200 us+ outliers".
+pub const OUTLIER_NS: f64 = 200_000.0;
+
+/// Per-operation latency of the multi-thread part: every allocation and every release
+/// timed on its own, in a pass of its own (the clock reads would slow the timed part).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Outliers {
+    /// Operations timed (allocations and releases, all threads).
+    pub ops: u64,
+    /// Operations that took [`OUTLIER_NS`] or more.
+    pub over_200us: u64,
+    /// The longest, ns.
+    pub max_ns: f64,
+}
+
+impl Outliers {
+    /// Outliers per million operations.
+    pub fn per_million(&self) -> f64 {
+        self.over_200us as f64 * 1e6 / self.ops.max(1) as f64
+    }
+}
+
+/// The multi-thread part of `who` again, every operation timed: how many took 200 us
+/// or more.
+pub fn outliers(cfg: &Config, timer: Timer, who: Shared) -> Result<Outliers> {
+    let (t, per) = (cfg.threads, cfg.per_thread);
+    let limit = timer.ticks_for_ns(OUTLIER_NS);
+    let over = AtomicU64::new(0);
+    let longest = AtomicU64::new(0);
+    // Times `op`, counting it if it took `limit` ticks or more.
+    let timed = |op: &mut dyn FnMut(), local: &mut (u64, u64)| {
+        let t0 = timer.now();
+        op();
+        let d = timer.now().saturating_sub(t0);
+        local.0 += u64::from(d >= limit);
+        local.1 = local.1.max(d);
+    };
+    let publish = |local: (u64, u64)| {
+        over.fetch_add(local.0, Ordering::Relaxed);
+        longest.fetch_max(local.1, Ordering::Relaxed);
+    };
+    fn shared<P: Policy>(
+        cfg: &Config,
+        timer: Timer,
+        t: usize,
+        per: usize,
+        timed: &(dyn Fn(&mut dyn FnMut(), &mut (u64, u64)) + Sync),
+        publish: &(dyn Fn((u64, u64)) + Sync),
+    ) -> Result<u64>
+    where
+        Pool<Order, P>: Sync,
+    {
+        let pool = Pool::<Order, P>::new(Capacity::Grow { first_block: 4096 })
+            .map_err(|e| Error::Run(format!("pool: {e}")))?;
+        together(timer, stop::flag(), &cfg.placement.threads(), t, |k| {
+            let mut local = (0, 0);
+            let mut held = Vec::with_capacity(per);
+            for i in 0..per as u64 {
+                let order = Order::new(k as u64 * 1_000_000_000 + i);
+                timed(
+                    &mut || held.push(pool.alloc_raw(order).unwrap_or_else(|_| bug("full"))),
+                    &mut local,
+                );
+            }
+            for r in held {
+                let mut r = Some(r);
+                timed(
+                    &mut || {
+                        if let Some(r) = r.take() {
+                            let _ = pool.free(r);
+                        }
+                    },
+                    &mut local,
+                );
+            }
+            publish(local);
+        })
+    }
+    match who {
+        Shared::LockFree => shared::<LockFree>(cfg, timer, t, per, &timed, &publish)?,
+        Shared::ThreadCached => shared::<ThreadCached>(cfg, timer, t, per, &timed, &publish)?,
+        Shared::Locked => shared::<Locked>(cfg, timer, t, per, &timed, &publish)?,
+        Shared::Malloc => together(timer, stop::flag(), &cfg.placement.threads(), t, |k| {
+            let mut local = (0, 0);
+            let mut held = Vec::with_capacity(per);
+            for i in 0..per as u64 {
+                let order = Order::new(k as u64 * 1_000_000_000 + i);
+                timed(&mut || held.push(Box::new(order)), &mut local);
+            }
+            for b in held {
+                let mut b = Some(b);
+                timed(&mut || drop(b.take()), &mut local);
+            }
+            publish(local);
+        })?,
+    };
+    Ok(Outliers {
+        ops: (2 * t * per) as u64,
+        over_200us: over.into_inner(),
+        max_ns: timer.ns(longest.into_inner()),
+    })
 }
 
 // ---------------------------------------------------------------------------------
