@@ -286,80 +286,95 @@ impl Outliers {
     }
 }
 
+/// One thread's count of operations of `limit` ticks or more, and its longest, added
+/// to the shared totals when the thread is done.
+struct Tally<'a> {
+    timer: Timer,
+    limit: u64,
+    over: u64,
+    longest: u64,
+    totals: &'a (AtomicU64, AtomicU64),
+}
+
+impl<'a> Tally<'a> {
+    fn new(timer: Timer, totals: &'a (AtomicU64, AtomicU64)) -> Tally<'a> {
+        Tally {
+            timer,
+            limit: timer.ticks_for_ns(OUTLIER_NS),
+            over: 0,
+            longest: 0,
+            totals,
+        }
+    }
+
+    /// Runs `op`, timed.
+    #[inline(always)]
+    fn time<R>(&mut self, op: impl FnOnce() -> R) -> R {
+        let t0 = self.timer.now();
+        let r = op();
+        let d = self.timer.now().saturating_sub(t0);
+        self.over += u64::from(d >= self.limit);
+        self.longest = self.longest.max(d);
+        r
+    }
+}
+
+impl Drop for Tally<'_> {
+    fn drop(&mut self) {
+        self.totals.0.fetch_add(self.over, Ordering::Relaxed);
+        self.totals.1.fetch_max(self.longest, Ordering::Relaxed);
+    }
+}
+
+fn nth_order(k: usize, i: usize) -> Order {
+    Order::new(k as u64 * 1_000_000_000 + i as u64)
+}
+
 /// The multi-thread part of `who` again, every operation timed: how many took 200 us
 /// or more.
 pub fn outliers(cfg: &Config, timer: Timer, who: Shared) -> Result<Outliers> {
     let (t, per) = (cfg.threads, cfg.per_thread);
-    let limit = timer.ticks_for_ns(OUTLIER_NS);
-    let over = AtomicU64::new(0);
-    let longest = AtomicU64::new(0);
-    // Times `op`, counting it if it took `limit` ticks or more.
-    let timed = |op: &mut dyn FnMut(), local: &mut (u64, u64)| {
-        let t0 = timer.now();
-        op();
-        let d = timer.now().saturating_sub(t0);
-        local.0 += u64::from(d >= limit);
-        local.1 = local.1.max(d);
-    };
-    let publish = |local: (u64, u64)| {
-        over.fetch_add(local.0, Ordering::Relaxed);
-        longest.fetch_max(local.1, Ordering::Relaxed);
-    };
-    fn shared<P: Policy>(
-        cfg: &Config,
-        timer: Timer,
-        t: usize,
-        per: usize,
-        timed: &(dyn Fn(&mut dyn FnMut(), &mut (u64, u64)) + Sync),
-        publish: &(dyn Fn((u64, u64)) + Sync),
-    ) -> Result<u64>
+    let totals = (AtomicU64::new(0), AtomicU64::new(0));
+    fn pooled<P: Policy>(cfg: &Config, timer: Timer, totals: &(AtomicU64, AtomicU64)) -> Result<u64>
     where
         Pool<Order, P>: Sync,
     {
+        // Document 003's pool starts with one block of 4096 and grows.
         let pool = Pool::<Order, P>::new(Capacity::Grow { first_block: 4096 })
             .map_err(|e| Error::Run(format!("pool: {e}")))?;
+        let (t, per) = (cfg.threads, cfg.per_thread);
         together(timer, stop::flag(), &cfg.placement.threads(), t, |k| {
-            let mut local = (0, 0);
-            let mut held = Vec::with_capacity(per);
-            for i in 0..per as u64 {
-                let order = Order::new(k as u64 * 1_000_000_000 + i);
-                timed(
-                    &mut || held.push(pool.alloc_raw(order).unwrap_or_else(|_| bug("full"))),
-                    &mut local,
-                );
-            }
+            let mut tl = Tally::new(timer, totals);
+            let held: Vec<_> = (0..per)
+                .map(|i| {
+                    tl.time(|| {
+                        pool.alloc_raw(nth_order(k, i))
+                            .unwrap_or_else(|_| bug("full"))
+                    })
+                })
+                .collect();
             for r in held {
-                let mut r = Some(r);
-                timed(
-                    &mut || {
-                        if let Some(r) = r.take() {
-                            let _ = pool.free(r);
-                        }
-                    },
-                    &mut local,
-                );
+                tl.time(|| {
+                    let _ = pool.free(r);
+                });
             }
-            publish(local);
         })
     }
     match who {
-        Shared::LockFree => shared::<LockFree>(cfg, timer, t, per, &timed, &publish)?,
-        Shared::ThreadCached => shared::<ThreadCached>(cfg, timer, t, per, &timed, &publish)?,
-        Shared::Locked => shared::<Locked>(cfg, timer, t, per, &timed, &publish)?,
+        Shared::LockFree => pooled::<LockFree>(cfg, timer, &totals)?,
+        Shared::ThreadCached => pooled::<ThreadCached>(cfg, timer, &totals)?,
+        Shared::Locked => pooled::<Locked>(cfg, timer, &totals)?,
         Shared::Malloc => together(timer, stop::flag(), &cfg.placement.threads(), t, |k| {
-            let mut local = (0, 0);
-            let mut held = Vec::with_capacity(per);
-            for i in 0..per as u64 {
-                let order = Order::new(k as u64 * 1_000_000_000 + i);
-                timed(&mut || held.push(Box::new(order)), &mut local);
-            }
+            let mut tl = Tally::new(timer, &totals);
+            let held: Vec<Box<Order>> = (0..per)
+                .map(|i| tl.time(|| Box::new(nth_order(k, i))))
+                .collect();
             for b in held {
-                let mut b = Some(b);
-                timed(&mut || drop(b.take()), &mut local);
+                tl.time(|| drop(b));
             }
-            publish(local);
         })?,
     };
+    let (over, longest) = totals;
     Ok(Outliers {
         ops: (2 * t * per) as u64,
         over_200us: over.into_inner(),
