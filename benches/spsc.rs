@@ -21,9 +21,15 @@
 //!   per item on either side to put the pair at one end of the ring on purpose
 //!   (docs/spsc.md, "Regimes").
 //!
-//! Both sides spin on a failed push or pop without `pause`, as the source document's
-//! harness does (`while (!q.try_push(tick)) { /* spin */ }`). (On KVM guests a tight
-//! `pause` loop triggers pause-loop exits that collapse every ring's throughput.)
+//! The bench's loops retry a failed push or pop at once, with no `pause` of their own, as
+//! the source document's harness does (`while (!q.try_push(tick)) { /* spin */ }`).
+//! handoff-spsc's consumer calls spend one `pause` themselves when they find the ring
+//! empty. What a `pause` in these loops does was measured on the KVM guests
+//! (docs/spsc.md, "Regimes" and "The empty poll's pause"): per failed call it cut failed
+//! calls to 0.02-0.10 per item and left single-item throughput where it was; per empty
+//! poll, inside the ring, it made round trips 1.3x faster. One earlier run with
+//! `spin_loop()` in both retry loops gave about 250 M items/s for every ring
+//! (docs/methodology.md).
 //!
 //! Cores: the first two of the process's allowed CPUs, or `HANDOFF_PIN=P,C`.
 

@@ -55,9 +55,9 @@ impl Schedule {
     }
 
     /// Spins until the clock reaches `due` (unordered reads: this waits, it never
-    /// stamps). No `pause` in the loop: on the KVM guests this project is developed
-    /// on, `pause` in a tight loop triggers pause-loop exits that cost microseconds
-    /// (docs/methodology.md).
+    /// stamps), with no `pause` in the loop, so that the send happens within a clock
+    /// read of its due time (docs/spsc.md measured one `pause` at 17 ns on the Xeon
+    /// guest).
     #[inline(always)]
     pub fn wait_until(&self, due: u64) {
         while self.timer.now() < due {}
