@@ -371,8 +371,18 @@ fn patterns_runs_every_part_and_says_what_it_cannot_measure() {
     }
     assert!(json["profiler_ns"]["pool"]["alloc"]["count"].as_u64() == Some(10 * 1000));
     let claims = json["claims"].as_array().unwrap();
+    // The L1 figure is counted where the kernel can read the CPU's counters; where it
+    // cannot, the claim says what the kernel answered.
     let cache = claims.iter().find(|c| c["id"] == "cache-2.1x").unwrap();
-    assert_eq!(cache["verdict"], "not measurable here");
+    if json["l1_misses"]["misses"].is_null() {
+        assert_eq!(cache["verdict"], "not measurable here");
+        assert!(cache["reason"]
+            .as_str()
+            .unwrap()
+            .contains("perf_event_open"));
+    } else {
+        assert!(["reproduced", "differs"].contains(&cache["verdict"].as_str().unwrap()));
+    }
     let numa = claims.iter().find(|c| c["id"] == "numa-2.5x").unwrap();
     if json["numa"]["nodes"].as_array().unwrap().len() == 1 {
         assert_eq!(numa["verdict"], "not measurable here");

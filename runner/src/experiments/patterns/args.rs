@@ -42,6 +42,8 @@ pub struct Settings {
     pub numa_mb: usize,
     /// NUMA part: passes over the buffer.
     pub numa_passes: usize,
+    /// Cache part: allocations (and releases) counted per contender.
+    pub cache_allocations: usize,
     /// Order-processing part: orders per repeat.
     pub orders: usize,
     /// The cores this process may use (the NUMA part looks for a local and a remote
@@ -81,6 +83,7 @@ pub fn config(
             profile_batches: sized(1000),
             numa_mb: sized(100),
             numa_passes: 10,
+            cache_allocations: sized(100_000),
             orders: sized(1_000_000),
             allowed: topo.allowed.clone(),
         },

@@ -53,7 +53,7 @@ impl Experiment for Patterns {
     fn run(cfg: &Config, session: &mut Session) -> Result<report::Outcome> {
         let timer = session.clock.timer();
         let r = cfg.run.runs;
-        let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1 + 1;
+        let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1 + 1 + 1;
         let bar = session.progress(steps as u64)?;
         let check = stop::check;
         // Memory first, while the heap holds nothing freed that malloc could reuse.
@@ -124,6 +124,10 @@ impl Experiment for Patterns {
         bar.set_message("numa");
         let numa = once::numa_access(cfg, timer, &cfg.allowed)?;
         bar.inc(1);
+        check()?;
+        bar.set_message("L1 misses");
+        let l1 = once::l1_misses(cfg, timer, cfg.cache_allocations)?;
+        bar.inc(1);
         bar.finish_and_clear();
         Ok(report::Outcome::new(
             &session.clock,
@@ -135,6 +139,7 @@ impl Experiment for Patterns {
             outliers,
             profile,
             numa,
+            l1,
         ))
     }
 }

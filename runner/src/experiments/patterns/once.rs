@@ -236,3 +236,84 @@ pub fn numa_access(cfg: &Config, timer: Timer, allowed: &[usize]) -> Result<Numa
         buffer_node,
     })
 }
+
+/// The document's cache figure (L1 misses over 100k allocations), from the CPU's
+/// counters through `perf_event_open`, or what the kernel answered where it could not
+/// count.
+#[derive(Clone, Debug, Serialize)]
+pub struct L1Misses {
+    /// Allocations counted per contender.
+    pub allocations: usize,
+    /// L1 data-cache read misses: the warm pool, then malloc (`Box`), each over
+    /// `allocations` allocations and as many releases.
+    pub misses: Option<(u64, u64)>,
+    /// Why there is no count: the kernel's answer to `perf_event_open`.
+    pub unavailable: Option<String>,
+}
+
+/// Counts L1 data-cache read misses while `allocations` orders are allocated and
+/// released, from a warm pool and with `Box`, on the first thread's core.
+pub fn l1_misses(cfg: &Config, timer: Timer, allocations: usize) -> Result<L1Misses> {
+    use perf_event::events::{Cache, CacheId, CacheOp, CacheResult};
+    const MISS: Cache = Cache {
+        which: CacheId::L1D,
+        operation: CacheOp::READ,
+        result: CacheResult::MISS,
+    };
+    let n = allocations;
+    let counted = on_core(timer, stop::flag(), cfg.placement.first(), move || {
+        let count = |work: &mut dyn FnMut()| -> std::io::Result<u64> {
+            let mut c = perf_event::Builder::new(MISS).build()?;
+            c.enable()?;
+            work();
+            c.disable()?;
+            c.read()
+        };
+        let pool =
+            Pool::<Order>::new(Capacity::Grow { first_block: 4096 }).unwrap_or_else(|e| bug(e));
+        let mut held = Vec::with_capacity(n);
+        let mut pooled = || {
+            for i in 0..n as u64 {
+                held.push(
+                    pool.alloc_raw(Order::new(i))
+                        .unwrap_or_else(|_| bug("full")),
+                );
+            }
+            for r in held.drain(..) {
+                let _ = pool.free(r);
+            }
+        };
+        // One pass to warm the pool (the document's pool is a long-lived one).
+        pooled();
+        let p = count(&mut pooled)?;
+        let mut boxes: Vec<Box<Order>> = Vec::with_capacity(n);
+        let m = count(&mut || {
+            for i in 0..n as u64 {
+                boxes.push(Box::new(Order::new(i)));
+            }
+            boxes.clear();
+        })?;
+        Ok::<_, std::io::Error>((p, m))
+    })?;
+    Ok(match counted {
+        Ok(pair) => L1Misses {
+            allocations: n,
+            misses: Some(pair),
+            unavailable: None,
+        },
+        Err(e) => L1Misses {
+            allocations: n,
+            misses: None,
+            unavailable: Some(format!(
+                "perf_event_open for L1 data-cache read misses: {e}{}",
+                match e.raw_os_error() {
+                    Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) =>
+                        " (this CPU, as the kernel sees it, has no such counter: a VM without a virtual PMU)",
+                    Some(libc::EACCES) | Some(libc::EPERM) =>
+                        " (not permitted: see /proc/sys/kernel/perf_event_paranoid)",
+                    _ => "",
+                }
+            )),
+        },
+    })
+}

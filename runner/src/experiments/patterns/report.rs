@@ -1,7 +1,7 @@
 //! `runner patterns`'s outputs: one table per section of document 003, the claims,
 //! the contenders of the results JSON and the charts.
 
-use super::once::{Holder, Memory, NumaOutcome};
+use super::once::{Holder, L1Misses, Memory, NumaOutcome};
 use super::work::{Outliers, Processed, Shared, TypedSample, OUTLIER_NS};
 use super::Config;
 use crate::lab::chart;
@@ -44,6 +44,7 @@ pub struct Outcome {
     pub(super) orders: (OrderRun, OrderRun),
     pub(super) profile: (AllocReport, AllocReport),
     pub(super) numa: NumaOutcome,
+    pub(super) l1: L1Misses,
     pub(super) read_cost_ns: f64,
     /// Each kept run's ms, by figure (`arena/malloc`, ...), for the results' per-run
     /// values.
@@ -63,6 +64,7 @@ impl Outcome {
         outliers: Vec<(Shared, Outliers)>,
         profile: (AllocReport, AllocReport),
         numa: NumaOutcome,
+        l1: L1Misses,
     ) -> Outcome {
         let ms = |t: u64| clock.ticks_to_ns_f64(t) / 1e6;
         let run = |v: &[Processed]| {
@@ -123,6 +125,7 @@ impl Outcome {
             outliers,
             profile,
             numa,
+            l1,
             read_cost_ns: (cost.start_ns + cost.end_ns) / 2.0,
         }
     }
@@ -301,6 +304,19 @@ fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
             );
         }
     }
+    let _ = match (o.l1.misses, &o.l1.unavailable) {
+        (Some((pool, malloc)), _) => writeln!(
+            s,
+            "L1 data-cache read misses over {} allocations and releases: warm pool {pool}, malloc {malloc} ({:.2}x)",
+            o.l1.allocations,
+            malloc as f64 / pool.max(1) as f64
+        ),
+        (None, why) => writeln!(
+            s,
+            "L1 misses: not counted: {}",
+            why.as_deref().unwrap_or("-")
+        ),
+    };
     v.push(s);
 
     let mut s = String::new();
@@ -435,6 +451,7 @@ impl Report<Config> for Outcome {
             json!({ "pool": o.profile.0, "malloc": o.profile.1, "clock_read_ns": o.read_cost_ns }),
         );
         m.insert("numa".into(), json!(o.numa));
+        m.insert("l1_misses".into(), json!(o.l1));
         let outliers: Map<String, Value> = o
             .outliers
             .iter()
