@@ -28,7 +28,7 @@ static_assert(sizeof(MarketTick) == 16, "MarketTick is 16 bytes");
 
 constexpr size_t kDocCapacity = 1024;
 
-enum Kind : int { kMutexCondvar = 0, kBoostSpsc = 1, kCppRing = 2 };
+enum Kind : int { kMutexCondvar = 0, kBoostSpsc = 1, kCppRing = 2, kCppRingPrivate = 3 };
 
 // rdtscp; lfence: the documents' rdtscp_ordered(), with TSC_AUX for the core check.
 inline uint64_t rdtscp_ordered(uint32_t* aux) {
@@ -93,6 +93,10 @@ template <size_t N>
 bool try_push(hb::SpscRing<MarketTick, N>& q, const MarketTick& t) { return q.try_push(t); }
 template <size_t N>
 bool try_pop(hb::SpscRing<MarketTick, N>& q, MarketTick& t) { return q.try_pop(t); }
+template <size_t N>
+bool try_push(hb::SpscRingPrivate<MarketTick, N>& q, const MarketTick& t) { return q.try_push(t); }
+template <size_t N>
+bool try_pop(hb::SpscRingPrivate<MarketTick, N>& q, MarketTick& t) { return q.try_pop(t); }
 #ifdef HB_HAVE_BOOST
 template <class... Opts>
 bool try_push(boost::lockfree::spsc_queue<MarketTick, Opts...>& q, const MarketTick& t) {
@@ -188,13 +192,15 @@ void consume(MutexQueue& m, hb_role* r) {
 
 using Ring1024 = hb::SpscRing<MarketTick, kDocCapacity>;
 using RingDyn = hb::SpscRing<MarketTick>;
+using RingPrivate1024 = hb::SpscRingPrivate<MarketTick, kDocCapacity>;
+using RingPrivateDyn = hb::SpscRingPrivate<MarketTick>;
 #ifdef HB_HAVE_BOOST
 using Boost1024 = boost::lockfree::spsc_queue<MarketTick, boost::lockfree::capacity<kDocCapacity>>;
 using BoostDyn = boost::lockfree::spsc_queue<MarketTick>;
 #endif
 
 // Each queue type is tagged by kind and by whether its capacity is the compile-time 1024.
-enum Impl : int { kMutex, kRing1024, kRingDyn, kBoost1024, kBoostDyn };
+enum Impl : int { kMutex, kRing1024, kRingDyn, kBoost1024, kBoostDyn, kRingPrivate1024, kRingPrivateDyn };
 
 // Calls f with the handle's queue as its concrete type: the one place that lists them.
 template <class F>
@@ -203,6 +209,8 @@ void visit(Handle* handle, F&& f) {
         case kMutex: f(*static_cast<MutexQueue*>(handle->queue)); break;
         case kRing1024: f(*static_cast<Ring1024*>(handle->queue)); break;
         case kRingDyn: f(*static_cast<RingDyn*>(handle->queue)); break;
+        case kRingPrivate1024: f(*static_cast<RingPrivate1024*>(handle->queue)); break;
+        case kRingPrivateDyn: f(*static_cast<RingPrivateDyn*>(handle->queue)); break;
 #ifdef HB_HAVE_BOOST
         case kBoost1024: f(*static_cast<Boost1024*>(handle->queue)); break;
         case kBoostDyn: f(*static_cast<BoostDyn*>(handle->queue)); break;
@@ -242,6 +250,10 @@ void* hb_new(int kind, size_t capacity) {
                 if ((capacity & (capacity - 1)) != 0) return nullptr;
                 if (capacity == kDocCapacity) return new Handle{kRing1024, new Ring1024()};
                 return new Handle{kRingDyn, new RingDyn(capacity)};
+            case kCppRingPrivate:
+                if ((capacity & (capacity - 1)) != 0) return nullptr;
+                if (capacity == kDocCapacity) return new Handle{kRingPrivate1024, new RingPrivate1024()};
+                return new Handle{kRingPrivateDyn, new RingPrivateDyn(capacity)};
             case kBoostSpsc:
 #ifdef HB_HAVE_BOOST
                 if (capacity == kDocCapacity) return new Handle{kBoost1024, new Boost1024()};

@@ -6,6 +6,9 @@
 //!   (the run-time-capacity form for other capacities), when the Boost headers were
 //!   found at build time;
 //! - [`Kind::CppRing`]: the document's ~50-line hand-rolled ring (`cpp/ring.hpp`).
+//! - [`Kind::CppRingPrivate`]: the same ring, each side keeping its own index in a
+//!   private copy (what the document's producer does not: it loads `tail` from the line
+//!   the consumer polls).
 //!
 //! Each role's whole hot loop (pacing, `rdtscp` stamps, push or pop) runs in C++:
 //! Rust pins a thread, calls [`ProducerSide::run`] or [`ConsumerSide::run`] once,
@@ -44,11 +47,19 @@ pub enum Kind {
     BoostSpsc,
     /// The document's hand-rolled ring.
     CppRing,
+    /// The same ring with each side's own index kept in a private copy: the producer no
+    /// longer loads `tail` from the line the consumer polls (`cpp/ring.hpp`).
+    CppRingPrivate,
 }
 
 impl Kind {
     /// Every C++ variant.
-    pub const ALL: [Kind; 3] = [Kind::MutexCondvar, Kind::BoostSpsc, Kind::CppRing];
+    pub const ALL: [Kind; 4] = [
+        Kind::MutexCondvar,
+        Kind::BoostSpsc,
+        Kind::CppRing,
+        Kind::CppRingPrivate,
+    ];
 
     /// The runner's name for the variant.
     ///
@@ -60,6 +71,7 @@ impl Kind {
             Kind::MutexCondvar => "mutex-condvar",
             Kind::BoostSpsc => "boost-spsc",
             Kind::CppRing => "cpp-ring",
+            Kind::CppRingPrivate => "cpp-ring-private",
         }
     }
 
@@ -69,7 +81,13 @@ impl Kind {
             Kind::MutexCondvar => 0,
             Kind::BoostSpsc => 1,
             Kind::CppRing => 2,
+            Kind::CppRingPrivate => 3,
         }
+    }
+
+    /// One of the hand-rolled rings (whose capacity must be a power of two).
+    pub fn is_ring(self) -> bool {
+        matches!(self, Kind::CppRing | Kind::CppRingPrivate)
     }
 
     /// Why this variant can't run in this build, or `None` when it can.
@@ -289,7 +307,7 @@ pub fn queue(kind: Kind, capacity: usize) -> Result<(ProducerSide, ConsumerSide)
     if let Some(why) = kind.unavailable() {
         return Err(QueueError::Unavailable(why));
     }
-    if capacity == 0 || (kind == Kind::CppRing && !capacity.is_power_of_two()) {
+    if capacity == 0 || (kind.is_ring() && !capacity.is_power_of_two()) {
         return Err(QueueError::BadCapacity(capacity));
     }
     #[cfg(have_cpp)]

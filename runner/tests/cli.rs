@@ -219,6 +219,7 @@ fn every_variant_runs_in_every_mode_and_results_are_written() {
         "rtrb",
         "std-mutex-condvar",
         "cpp-ring",
+        "cpp-ring-private",
         "boost-spsc",
         "mutex-condvar",
     ];

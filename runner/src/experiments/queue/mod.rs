@@ -1,4 +1,4 @@
-//! `runner queue`: the SPSC queue document (document 002). Six variants on the same
+//! `runner queue`: the SPSC queue document (document 002). Eight variants on the same
 //! 16-byte tick, paced open-loop (headline), swept over twelve offered rates
 //! (`--sweep`), and unpaced (`--throughput`). Variants are interleaved run by run so
 //! that every variant sees the same moments of a noisy machine.

@@ -29,6 +29,9 @@ pub enum Variant {
     StdMutexCondvar,
     /// The document's hand-rolled ring in C++.
     CppRing,
+    /// The same ring with each side's own index in a private copy (the document's
+    /// producer loads it from the line the consumer polls).
+    CppRingPrivate,
     /// `boost::lockfree::spsc_queue` in C++.
     BoostSpsc,
     /// The document's `std::queue` + `std::mutex` + two condition variables, in C++.
@@ -37,12 +40,13 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant, in report order.
-    pub const ALL: [Variant; 7] = [
+    pub const ALL: [Variant; 8] = [
         Variant::HandoffSpsc,
         Variant::HandoffStamped,
         Variant::Rtrb,
         Variant::StdMutexCondvar,
         Variant::CppRing,
+        Variant::CppRingPrivate,
         Variant::BoostSpsc,
         Variant::MutexCondvar,
     ];
@@ -55,6 +59,7 @@ impl Variant {
             Variant::Rtrb => "rtrb",
             Variant::StdMutexCondvar => "std-mutex-condvar",
             Variant::CppRing => "cpp-ring",
+            Variant::CppRingPrivate => "cpp-ring-private",
             Variant::BoostSpsc => "boost-spsc",
             Variant::MutexCondvar => "mutex-condvar",
         }
@@ -73,6 +78,7 @@ impl Variant {
     fn cpp(self) -> Option<cpp_baseline::Kind> {
         match self {
             Variant::CppRing => Some(cpp_baseline::Kind::CppRing),
+            Variant::CppRingPrivate => Some(cpp_baseline::Kind::CppRingPrivate),
             Variant::BoostSpsc => Some(cpp_baseline::Kind::BoostSpsc),
             Variant::MutexCondvar => Some(cpp_baseline::Kind::MutexCondvar),
             _ => None,
@@ -85,7 +91,7 @@ impl Variant {
         if let Some(why) = kind.unavailable() {
             return Some(why.to_string());
         }
-        if kind == cpp_baseline::Kind::CppRing && !capacity.is_power_of_two() {
+        if kind.is_ring() && !capacity.is_power_of_two() {
             return Some(format!(
                 "unavailable: the document's ring needs a power-of-two capacity (got {capacity})"
             ));
@@ -172,7 +178,7 @@ pub fn run_once(variant: Variant, spec: &RunSpec<'_>) -> Result<Stamps> {
             let q = MutexQueue::new(spec.capacity);
             two_roles(spec, Blocking(&q), Blocking(&q))
         }
-        Variant::CppRing | Variant::BoostSpsc | Variant::MutexCondvar => {
+        Variant::CppRing | Variant::CppRingPrivate | Variant::BoostSpsc | Variant::MutexCondvar => {
             let kind = variant.cpp().expect("a C++ variant");
             let (tx, rx) =
                 cpp_baseline::queue(kind, spec.capacity).map_err(|e| Error::Run(e.to_string()))?;
