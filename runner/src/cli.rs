@@ -1,16 +1,14 @@
-//! The command line: one subcommand per experiment of the registry, and `runner all`.
-//! Bad input gets one line on stderr and exit status 2, before anything is measured or
+//! The command line: one subcommand per experiment of the registry, `runner all`,
+//! `runner report` and `runner compare` (`crate::all`). Bad input gets one line on stderr and exit status 2, before anything is measured or
 //! written.
 
 use crate::experiments::{self, REGISTRY};
 use crate::lab::env::Toolchain;
 use crate::lab::error::{Error, Result};
 use crate::lab::experiment::{Entry, Prepared};
-use crate::lab::results::check_writable;
 use crate::lab::session::{Id, Session};
 use crate::lab::topology::Topology;
-use clap::{Arg, Command};
-use std::path::PathBuf;
+use clap::Command;
 use std::process::ExitCode;
 
 /// The whole command line, built from the registry.
@@ -26,58 +24,34 @@ pub fn command() -> Command {
     for e in REGISTRY {
         cmd = cmd.subcommand(e.command());
     }
-    let names: Vec<String> = REGISTRY
-        .iter()
-        .map(|e| format!("{} {}", e.name(), e.all_flags().join(" ")))
-        .collect();
-    cmd.subcommand(
-        Command::new("all")
-            .about(format!(
-                "Every experiment with its defaults, one after the other: {}",
-                names.join("; ")
-            ))
-            .arg(
-                Arg::new("out")
-                    .long("out")
-                    .value_parser(clap::value_parser!(PathBuf))
-                    .default_value("handoff-results")
-                    .help("Output directory for every experiment's files"),
-            ),
-    )
+    for c in crate::all::commands() {
+        cmd = cmd.subcommand(c);
+    }
+    cmd
 }
 
 /// A validated run and the experiment it belongs to.
-type Planned = (&'static dyn Entry, Box<dyn Prepared>);
+pub(crate) type Planned = (&'static dyn Entry, Box<dyn Prepared>);
+
+/// What the command line asked for, validated.
+enum Job {
+    /// One experiment.
+    One(Planned),
+    /// `runner all`.
+    All(crate::all::AllPlan),
+}
 
 /// Parses and validates everything first (bad input: exit 2, nothing measured): the
 /// named experiment, or every experiment for `runner all`.
-fn prepare(matches: &clap::ArgMatches, topo: &Topology) -> Result<Vec<Planned>> {
+fn prepare(matches: &clap::ArgMatches, topo: &Topology) -> Result<Job> {
     let (name, sub) = matches
         .subcommand()
         .ok_or_else(|| Error::Usage("name an experiment (runner --help)".into()))?;
     if name == "all" {
-        let out = sub
-            .get_one::<PathBuf>("out")
-            .cloned()
-            .unwrap_or_else(|| PathBuf::from("handoff-results"));
-        check_writable(&out)?;
-        let out = out.to_string_lossy().into_owned();
-        return REGISTRY
-            .iter()
-            .map(|e| {
-                let mut argv = vec![e.name()];
-                argv.extend_from_slice(e.all_flags());
-                argv.extend_from_slice(&["--out", &out]);
-                let m = e
-                    .command()
-                    .try_get_matches_from(argv)
-                    .map_err(|err| Error::from_clap(&err))?;
-                Ok((*e, e.prepare(&m, topo)?))
-            })
-            .collect();
+        return crate::all::prepare(sub, topo).map(Job::All);
     }
     let e = experiments::find(name).expect("clap accepts only registered subcommands");
-    Ok(vec![(e, e.prepare(sub, topo)?)])
+    Ok(Job::One((e, e.prepare(sub, topo)?)))
 }
 
 /// What the binary carries besides its Rust code, for every result's environment.
@@ -88,21 +62,29 @@ fn toolchain() -> Toolchain {
     }
 }
 
-fn run(runs: Vec<Planned>, topo: &Topology) -> Result<()> {
-    let tools = toolchain();
-    for (i, (e, p)) in runs.iter().enumerate() {
-        if i > 0 {
-            println!();
-        }
-        let id = Id {
-            name: e.name(),
-            document: e.document(),
-        };
-        let mut session = Session::start(id, p.plan(), topo, &tools)?;
-        let output = p.run(&mut session)?;
-        session.finish(output)?;
-    }
+/// Runs one validated experiment: its session, its measurement, its files.
+pub(crate) fn run_one(
+    e: &'static dyn Entry,
+    p: &dyn Prepared,
+    topo: &Topology,
+    tools: &Toolchain,
+) -> Result<()> {
+    let id = Id {
+        name: e.name(),
+        document: e.document(),
+    };
+    let mut session = Session::start(id, p.plan(), topo, tools)?;
+    let output = p.run(&mut session)?;
+    session.finish(output)?;
     Ok(())
+}
+
+fn run(job: Job, topo: &Topology) -> Result<()> {
+    let tools = toolchain();
+    match job {
+        Job::One((e, p)) => run_one(e, p.as_ref(), topo, &tools),
+        Job::All(plan) => crate::all::run(plan, topo, &tools),
+    }
 }
 
 /// Entry point: parses, validates, runs, reports. Exit 0 on success, 1 on a failed
@@ -129,13 +111,17 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    let result = if cfg!(target_arch = "x86_64") {
-        let topo = Topology::read();
-        prepare(&matches, &topo).and_then(|runs| run(runs, &topo))
-    } else {
-        Err(Error::Unsupported(
+    let result = match matches.subcommand() {
+        // Reading results needs no TSC and measures nothing.
+        Some(("report", sub)) => crate::all::report(sub),
+        Some(("compare", sub)) => crate::all::compare(sub),
+        _ if cfg!(target_arch = "x86_64") => {
+            let topo = Topology::read();
+            prepare(&matches, &topo).and_then(|job| run(job, &topo))
+        }
+        _ => Err(Error::Unsupported(
             "the lab stamps with rdtscp and needs an x86_64 CPU".into(),
-        ))
+        )),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -163,10 +149,6 @@ mod tests {
         for e in REGISTRY {
             assert!(cmd.find_subcommand(e.name()).is_some(), "{}", e.name());
             assert!(all.contains(e.name()), "{all}");
-            // `runner all`'s flags parse with the experiment's own defaults.
-            let mut argv = vec![e.name()];
-            argv.extend_from_slice(e.all_flags());
-            e.command().try_get_matches_from(argv).unwrap();
         }
     }
 }

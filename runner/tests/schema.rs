@@ -139,3 +139,87 @@ fn alloc_results_keep_the_schema() {
         &["handoff-alloc", "jemalloc", "mimalloc"],
     );
 }
+
+/// Runs `runner <args>` and returns its stdout, after checking it succeeded.
+fn runner_ok(args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn the_report_comes_from_the_json_alone_and_compares_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    runner_ok(&[
+        "pool",
+        "--items",
+        "2000",
+        "--runs",
+        "3",
+        "--noise-seconds",
+        "0",
+        "--out",
+        o,
+    ]);
+    runner_ok(&[
+        "patterns",
+        "--scale",
+        "0.01",
+        "--runs",
+        "2",
+        "--noise-seconds",
+        "0",
+        "--out",
+        o,
+    ]);
+    runner_ok(&["report", o]);
+    let first = std::fs::read(out.join("REPORT.md")).unwrap();
+    runner_ok(&["report", o]);
+    assert_eq!(
+        first,
+        std::fs::read(out.join("REPORT.md")).unwrap(),
+        "not byte for byte"
+    );
+    let text = String::from_utf8(first).unwrap();
+    // Every claim of both results, in document order (001 before 003).
+    for name in ["pool", "patterns"] {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join(format!("{name}.json"))).unwrap())
+                .unwrap();
+        for c in v["claims"].as_array().unwrap() {
+            let claim = c["claim"].as_str().unwrap().replace('|', "\\|");
+            assert!(text.contains(&claim), "{name}: {claim}");
+        }
+        for chart in v["charts"].as_array().unwrap() {
+            assert!(text.contains(chart.as_str().unwrap()), "{chart}");
+            assert!(out.join(chart.as_str().unwrap()).exists());
+        }
+    }
+    assert!(
+        text.find("001_2e06d77cf9740409.txt").unwrap()
+            < text.find("003_2c72cf52cff595ec.txt").unwrap()
+    );
+    // A folder compared with itself: every ratio 1, nothing beyond the spread.
+    let same = runner_ok(&["compare", o, o]);
+    assert!(same.contains("0 differ beyond the spread"), "{same}");
+    assert!(same.contains("lock_free"), "{same}");
+    // A folder that is not one is refused as bad input, in one line.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let bad = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["report", empty.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&bad.stderr).lines().count(), 1);
+    assert!(!empty.join("REPORT.md").exists());
+}

@@ -129,6 +129,73 @@ pub fn cpu_model(cpuinfo: &str) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// A short name for this machine, for its results folder: the hypervisor's kind (or
+/// `metal`), the CPU's family, and the cores this process may use.
+///
+/// ```
+/// use runner::lab::env::machine_tag;
+/// let epyc = "model name\t: AMD EPYC 9B14\nflags\t\t: fpu hypervisor\n";
+/// assert_eq!(machine_tag(epyc, "KVM", 2), "kvm-epyc-2core");
+/// let xeon = "model name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz\nflags\t\t: fpu\n";
+/// assert_eq!(machine_tag(xeon, "", 16), "metal-xeon-16core");
+/// ```
+pub fn machine_tag(cpuinfo: &str, dmi: &str, cores: usize) -> String {
+    let hypervisor = cpuinfo
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
+    let dmi = dmi.to_lowercase();
+    let virt = if !hypervisor {
+        "metal"
+    } else if dmi.contains("kvm") || dmi.contains("qemu") || dmi.contains("google") {
+        "kvm"
+    } else if dmi.contains("vmware") {
+        "vmware"
+    } else if dmi.contains("microsoft") {
+        "hyperv"
+    } else if dmi.contains("xen") {
+        "xen"
+    } else {
+        "vm"
+    };
+    let model = cpu_model(cpuinfo).to_lowercase();
+    let words: Vec<String> = model
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    let known = [
+        "epyc",
+        "ryzen",
+        "threadripper",
+        "xeon",
+        "core",
+        "atom",
+        "neoverse",
+    ];
+    let family = known
+        .iter()
+        .find(|k| words.iter().any(|w| w == *k))
+        .map(|k| k.to_string())
+        .or_else(|| {
+            words
+                .iter()
+                .find(|w| !["amd", "intel", "r", "tm", "cpu", "processor"].contains(&w.as_str()))
+                .cloned()
+        })
+        .unwrap_or_else(|| "cpu".into());
+    format!("{virt}-{family}-{cores}core")
+}
+
+/// This machine's [`machine_tag`].
+pub fn this_machine_tag(topo: &Topology) -> String {
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let dmi: Vec<String> = ["sys_vendor", "product_name"]
+        .iter()
+        .filter_map(|f| read_trim(&format!("/sys/class/dmi/id/{f}")))
+        .collect();
+    machine_tag(&cpuinfo, &dmi.join(" "), topo.allowed.len())
+}
+
 /// The hypervisor, from the cpuinfo `hypervisor` flag and the DMI product strings.
 pub fn virtualization(cpuinfo: &str) -> String {
     let flagged = cpuinfo

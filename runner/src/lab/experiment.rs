@@ -48,8 +48,9 @@ pub trait Experiment: Sync + 'static {
     /// What `--sweep` sweeps, for its `--help` (an experiment that flattens
     /// [`Modes`](super::paced::Modes) into its flags; empty otherwise).
     const SWEEP: &'static str = "";
-    /// The flags `runner all` gives it (before `--out`): its complete run.
-    const ALL_FLAGS: &'static [&'static str] = &[];
+    /// What `runner all` gives it at each scale (its flags, before `--out`) and about
+    /// how long that takes on a 2-core machine.
+    const ALL: AllFlags;
     /// The task a child runner runs for it (an allocator contender that needs another
     /// global allocator; see `lab::child`), by name.
     const CHILD_TASK: Option<(&'static str, Task)> = None;
@@ -142,6 +143,49 @@ pub fn output<C: serde::Serialize, R: Report<C>>(
     })
 }
 
+/// How big `runner all` runs every experiment: `--quick` (about two minutes on 2 cores),
+/// the default (about ten) or `--full` (the documents' own sizes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// About two minutes in all.
+    Quick,
+    /// About ten minutes in all.
+    Default,
+    /// The documents' own sizes.
+    Full,
+}
+
+/// An experiment's part of `runner all` at one scale.
+#[derive(Clone, Copy, Debug)]
+pub struct AllRun {
+    /// Its flags (before `--out`).
+    pub flags: &'static [&'static str],
+    /// About how long it takes on the 2-core development machine, for the time left.
+    pub seconds: u32,
+}
+
+/// An experiment's part of `runner all` at every scale.
+#[derive(Clone, Copy, Debug)]
+pub struct AllFlags {
+    /// `--quick`.
+    pub quick: AllRun,
+    /// The default.
+    pub default: AllRun,
+    /// `--full`.
+    pub full: AllRun,
+}
+
+impl AllFlags {
+    /// Its part at `scale`.
+    pub fn at(&self, scale: Scale) -> AllRun {
+        match scale {
+            Scale::Quick => self.quick,
+            Scale::Default => self.default,
+            Scale::Full => self.full,
+        }
+    }
+}
+
 /// An experiment as the registry lists it (object-safe; every [`Experiment`] is one).
 pub trait Entry: Sync {
     /// The subcommand.
@@ -151,8 +195,8 @@ pub trait Entry: Sync {
     /// Its subcommand with every flag and default (the only place a default is
     /// written), the common flags' roles and runs explained.
     fn command(&self) -> clap::Command;
-    /// The flags `runner all` gives it.
-    fn all_flags(&self) -> &'static [&'static str];
+    /// What `runner all` gives it at `scale`.
+    fn all(&self, scale: Scale) -> AllRun;
     /// Its child-process task, if it has one.
     fn child_task(&self) -> Option<(&'static str, Task)>;
     /// Parses its typed flags from clap's matches and validates them.
@@ -180,8 +224,8 @@ impl<E: Experiment> Entry for E {
         command::<E>()
     }
 
-    fn all_flags(&self) -> &'static [&'static str] {
-        E::ALL_FLAGS
+    fn all(&self, scale: Scale) -> AllRun {
+        E::ALL.at(scale)
     }
 
     fn child_task(&self) -> Option<(&'static str, Task)> {

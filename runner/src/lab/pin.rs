@@ -141,7 +141,8 @@ impl Placement {
 
     /// The words on the placement, joined, if any.
     pub fn note(&self) -> Option<String> {
-        (!self.notes.is_empty()).then(|| self.notes.join("; "))
+        let notes: Vec<&str> = self.notes.iter().map(|n| n.trim_end_matches('.')).collect();
+        (!notes.is_empty()).then(|| notes.join("; "))
     }
 }
 

@@ -247,6 +247,12 @@ impl Session {
         json.insert("finished".into(), fmt::now_rfc3339().into());
         json.insert("env".into(), to_value(&self.env)?);
         json.insert("claims".into(), to_value(&out.claims)?);
+        let charts: Vec<String> = out
+            .files
+            .paths()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        json.insert("charts".into(), to_value(&charts)?);
         json.extend(out.json);
         let text = serde_json::to_vec_pretty(&Value::Object(json))?;
         let dir = &self.plan.run.out;

@@ -13,7 +13,7 @@ mod workload;
 
 use crate::lab::child::Task;
 use crate::lab::error::Result;
-use crate::lab::experiment::Experiment;
+use crate::lab::experiment::{AllFlags, AllRun, Experiment};
 use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
@@ -49,6 +49,36 @@ impl Experiment for Alloc {
     const A_RUN: &'static str =
         "the main test once per contender, contenders alternated; medians reported";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
+
+    const ALL: AllFlags = AllFlags {
+        quick: AllRun {
+            flags: &[
+                "--working-set-mib",
+                "64",
+                "--items",
+                "3000000",
+                "--runs",
+                "2",
+                "--sweep-max-mib",
+                "64",
+                "--sweep-items",
+                "1000000",
+                "--handoff-items",
+                "1000000",
+                "--noise-seconds",
+                "0.5",
+            ],
+            seconds: 6,
+        },
+        default: AllRun {
+            flags: &[],
+            seconds: 38,
+        },
+        full: AllRun {
+            flags: &["--full"],
+            seconds: 150,
+        },
+    };
 
     fn configure(
         a: &AllocArgs,

@@ -12,7 +12,7 @@ mod report;
 mod work;
 
 use crate::lab::error::Result;
-use crate::lab::experiment::Experiment;
+use crate::lab::experiment::{AllFlags, AllRun, Experiment};
 use crate::lab::pin::Placement;
 use crate::lab::schema::Document;
 use crate::lab::session::Session;
@@ -41,6 +41,21 @@ impl Experiment for Patterns {
     const MIN_RUNS: usize = 2;
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts)";
     const A_RUN: &'static str = "every timed part once per contender, contenders alternated; the first run is dropped and the median of the rest reported";
+
+    const ALL: AllFlags = AllFlags {
+        quick: AllRun {
+            flags: &["--scale", "0.3", "--runs", "3", "--noise-seconds", "0.5"],
+            seconds: 3,
+        },
+        default: AllRun {
+            flags: &[],
+            seconds: 5,
+        },
+        full: AllRun {
+            flags: &[],
+            seconds: 5,
+        },
+    };
 
     fn configure(
         a: &PatternsArgs,

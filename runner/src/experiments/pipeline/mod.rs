@@ -19,7 +19,7 @@ pub use work::{Cell, Load};
 
 use crate::lab::child::Task;
 use crate::lab::error::Result;
-use crate::lab::experiment::Experiment;
+use crate::lab::experiment::{AllFlags, AllRun, Experiment};
 use crate::lab::fmt;
 pub use crate::lab::measure::Mode;
 use crate::lab::pin::Placement;
@@ -57,6 +57,21 @@ impl Experiment for Pipeline {
     const SWEEP: &'static str =
         "Run the background-pressure sweep: no T_bg, then 8 rates from 100 k/s to 10 M/s";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((child::CHILD_TASK, child::child_task));
+
+    const ALL: AllFlags = AllFlags {
+        quick: AllRun {
+            flags: &["--runs", "2", "--items", "500000", "--noise-seconds", "0.5"],
+            seconds: 27,
+        },
+        default: AllRun {
+            flags: &[],
+            seconds: 72,
+        },
+        full: AllRun {
+            flags: &[],
+            seconds: 72,
+        },
+    };
 
     fn configure(
         a: &PipelineArgs,

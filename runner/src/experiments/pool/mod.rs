@@ -12,7 +12,7 @@ mod work;
 
 use crate::lab::child::Task;
 use crate::lab::error::Result;
-use crate::lab::experiment::Experiment;
+use crate::lab::experiment::{AllFlags, AllRun, Experiment};
 use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
@@ -48,6 +48,21 @@ impl Experiment for Pool {
         "one core per thread (the first also runs the one-thread scenarios)";
     const A_RUN: &'static str = "every contender once per scenario, in an order that rotates from run to run; the first run is dropped as warm-up and the median of the rest reported";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
+
+    const ALL: AllFlags = AllFlags {
+        quick: AllRun {
+            flags: &["--runs", "4", "--items", "500000", "--noise-seconds", "0.5"],
+            seconds: 5,
+        },
+        default: AllRun {
+            flags: &[],
+            seconds: 12,
+        },
+        full: AllRun {
+            flags: &[],
+            seconds: 12,
+        },
+    };
 
     fn configure(
         a: &PoolArgs,

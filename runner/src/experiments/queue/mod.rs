@@ -13,7 +13,7 @@ pub use args::{config, Config, QueueArgs, Settings};
 pub use report::Outcome;
 
 use crate::lab::error::Result;
-use crate::lab::experiment::Experiment;
+use crate::lab::experiment::{AllFlags, AllRun, Experiment};
 use crate::lab::fmt;
 pub use crate::lab::measure::Mode;
 use crate::lab::paced;
@@ -49,7 +49,30 @@ impl Experiment for Queue {
     const A_RUN: &'static str =
         "one pass of --items items per variant and mode; the runs' histograms are merged";
     const SWEEP: &'static str = "Run the load sweep: twelve offered rates from 100 kHz to 50 MHz";
-    const ALL_FLAGS: &'static [&'static str] = &["--all"];
+    const ALL: AllFlags = AllFlags {
+        quick: AllRun {
+            flags: &[
+                "--all",
+                "--runs",
+                "2",
+                "--items",
+                "500000",
+                "--sweep-seconds",
+                "0.05",
+                "--noise-seconds",
+                "0.5",
+            ],
+            seconds: 26,
+        },
+        default: AllRun {
+            flags: &["--all"],
+            seconds: 132,
+        },
+        full: AllRun {
+            flags: &["--all"],
+            seconds: 132,
+        },
+    };
 
     fn configure(
         a: &QueueArgs,

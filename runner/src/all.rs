@@ -1,0 +1,261 @@
+//! The reproduction commands: `runner all` (every experiment into one folder per
+//! machine, then `REPORT.md`), `runner report DIR` (the report again, from the JSON
+//! alone) and `runner compare DIR_A DIR_B`.
+
+use crate::cli::{run_one, Planned};
+use crate::experiments::REGISTRY;
+use crate::lab::env::{this_machine_tag, Toolchain};
+use crate::lab::error::{Error, Result};
+use crate::lab::experiment::Scale;
+use crate::lab::report;
+use crate::lab::results::{check_writable, write_atomic};
+use crate::lab::stop;
+use crate::lab::topology::Topology;
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// `runner all`, `runner report`, `runner compare`.
+pub fn commands() -> [Command; 3] {
+    let names: Vec<String> = REGISTRY
+        .iter()
+        .map(|e| format!("{} {}", e.name(), e.all(Scale::Default).flags.join(" ")))
+        .collect();
+    let all = Command::new("all")
+        .about(format!(
+            "Every experiment, one after the other, into <out>/<machine>/ with REPORT.md (about ten minutes on 2 cores; --quick about two, --full the documents' sizes): {}",
+            names.join("; ")
+        ))
+        .arg(
+            Arg::new("out")
+                .long("out")
+                .value_parser(clap::value_parser!(PathBuf))
+                .default_value("handoff-results")
+                .help("Output directory: the results go into a folder named after this machine inside it"),
+        )
+        .arg(
+            Arg::new("quick")
+                .long("quick")
+                .action(ArgAction::SetTrue)
+                .conflicts_with("full")
+                .help("Smaller runs: about two minutes in all, for a first look"),
+        )
+        .arg(
+            Arg::new("full")
+                .long("full")
+                .action(ArgAction::SetTrue)
+                .help("The documents' own sizes (the allocator test's 1.3 GB working set)"),
+        );
+    let report = Command::new("report")
+        .about("Writes REPORT.md again from the results JSON of a folder (byte for byte what runner all wrote)")
+        .arg(
+            Arg::new("dir")
+                .required(true)
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("A folder runner all wrote"),
+        );
+    let compare = Command::new("compare")
+        .about("Compares two result folders: B / A for every figure both hold, flagging differences beyond the run-to-run spread")
+        .arg(
+            Arg::new("a")
+                .required(true)
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("The first folder (A)"),
+        )
+        .arg(
+            Arg::new("b")
+                .required(true)
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("The second folder (B)"),
+        );
+    [all, report, compare]
+}
+
+/// A validated `runner all`: where it writes and what it runs.
+pub struct AllPlan {
+    scale: Scale,
+    /// `<out>/<machine>`: where the results land when everything ran.
+    folder: PathBuf,
+    /// Where the experiments write until then.
+    staging: PathBuf,
+    runs: Vec<Planned>,
+}
+
+/// Validates `runner all`: the output folder, then every experiment with its flags at
+/// the chosen scale (writing into a staging folder beside the final one).
+pub fn prepare(sub: &ArgMatches, topo: &Topology) -> Result<AllPlan> {
+    let out = sub
+        .get_one::<PathBuf>("out")
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("handoff-results"));
+    check_writable(&out)?;
+    let scale = if sub.get_flag("quick") {
+        Scale::Quick
+    } else if sub.get_flag("full") {
+        Scale::Full
+    } else {
+        Scale::Default
+    };
+    let tag = this_machine_tag(topo);
+    let folder = out.join(&tag);
+    let staging = out.join(format!(".{tag}.partial-{}", std::process::id()));
+    let staging_arg = staging.to_string_lossy().into_owned();
+    let runs = REGISTRY
+        .iter()
+        .map(|e| {
+            let mut argv = vec![e.name()];
+            argv.extend_from_slice(e.all(scale).flags);
+            argv.extend_from_slice(&["--out", &staging_arg]);
+            let m = e
+                .command()
+                .try_get_matches_from(argv)
+                .map_err(|err| Error::from_clap(&err))?;
+            Ok((*e, e.prepare(&m, topo)?))
+        })
+        .collect::<Result<Vec<Planned>>>()?;
+    Ok(AllPlan {
+        scale,
+        folder,
+        staging,
+        runs,
+    })
+}
+
+/// Runs every experiment into the staging folder, one progress line before each (the
+/// time spent and about how long is left), writes `REPORT.md`, and moves the folder into
+/// place. On failure or Ctrl-C the staging folder is removed: no partial results.
+pub fn run(plan: AllPlan, topo: &Topology, tools: &Toolchain) -> Result<()> {
+    let result = run_into(&plan, topo, tools);
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&plan.staging);
+    }
+    result
+}
+
+fn run_into(plan: &AllPlan, topo: &Topology, tools: &Toolchain) -> Result<()> {
+    let start = Instant::now();
+    let estimates: Vec<f64> = plan
+        .runs
+        .iter()
+        .map(|(e, _)| f64::from(e.all(plan.scale).seconds))
+        .collect();
+    let n = plan.runs.len();
+    for (i, (e, p)) in plan.runs.iter().enumerate() {
+        let spent = start.elapsed().as_secs_f64();
+        let done: f64 = estimates[..i].iter().sum();
+        // The estimates scaled by how this machine has fared against them so far.
+        let pace = if done > 0.0 { spent / done } else { 1.0 };
+        let left: f64 = estimates[i..].iter().sum::<f64>() * pace;
+        println!(
+            "\n[{}/{n}] runner {} ({}): {} spent, about {} left",
+            i + 1,
+            e.name(),
+            e.document().file,
+            clock(spent),
+            clock(left)
+        );
+        run_one(*e, p.as_ref(), topo, tools)?;
+    }
+    stop::check()?;
+    let results = report::load(&plan.staging)?;
+    let text = report::render(&results);
+    write_atomic(&plan.staging.join(report::REPORT), text.as_bytes())
+        .map_err(|e| Error::Output(format!("writing {}: {e}", report::REPORT)))?;
+    stop::check()?;
+    replace_folder(&plan.staging, &plan.folder)?;
+    println!(
+        "\nall {n} experiments in {}: {}",
+        clock(start.elapsed().as_secs_f64()),
+        plan.folder.join(report::REPORT).display()
+    );
+    Ok(())
+}
+
+/// Moves `from` to `to`, replacing a folder an earlier run left there.
+fn replace_folder(from: &Path, to: &Path) -> Result<()> {
+    let fail =
+        |e: std::io::Error| Error::Output(format!("moving the results to {}: {e}", to.display()));
+    if to.exists() {
+        let old = to.with_file_name(format!(
+            ".{}.replaced-{}",
+            to.file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default(),
+            std::process::id()
+        ));
+        std::fs::rename(to, &old).map_err(fail)?;
+        std::fs::rename(from, to).map_err(fail)?;
+        let _ = std::fs::remove_dir_all(&old);
+    } else {
+        std::fs::rename(from, to).map_err(fail)?;
+    }
+    Ok(())
+}
+
+fn clock(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    format!("{}:{:02}", s / 60, s % 60)
+}
+
+/// `runner report DIR`.
+pub fn report(sub: &ArgMatches) -> Result<()> {
+    let dir = sub
+        .get_one::<PathBuf>("dir")
+        .ok_or_else(|| Error::Usage("name a folder".into()))?;
+    let results = report::load(dir)?;
+    let path = dir.join(report::REPORT);
+    write_atomic(&path, report::render(&results).as_bytes())
+        .map_err(|e| Error::Output(format!("writing {}: {e}", path.display())))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// `runner compare A B`.
+pub fn compare(sub: &ArgMatches) -> Result<()> {
+    let get = |k: &str| {
+        sub.get_one::<PathBuf>(k)
+            .ok_or_else(|| Error::Usage("name two folders".into()))
+    };
+    print!("{}", report::compare(get("a")?, get("b")?)?);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_experiment_takes_its_flags_at_every_scale() {
+        for scale in [Scale::Quick, Scale::Default, Scale::Full] {
+            for e in REGISTRY {
+                let mut argv = vec![e.name()];
+                argv.extend_from_slice(e.all(scale).flags);
+                e.command()
+                    .try_get_matches_from(argv)
+                    .unwrap_or_else(|err| panic!("{} at {scale:?}: {err}", e.name()));
+            }
+        }
+    }
+
+    #[test]
+    fn the_quick_run_is_quicker_than_the_default() {
+        let total = |s: Scale| REGISTRY.iter().map(|e| e.all(s).seconds).sum::<u32>();
+        assert!(total(Scale::Quick) <= 150, "{}", total(Scale::Quick));
+        assert!(total(Scale::Quick) < total(Scale::Default));
+        assert!(total(Scale::Default) <= total(Scale::Full));
+    }
+
+    #[test]
+    fn a_folder_replaces_the_one_an_earlier_run_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let (from, to) = (dir.path().join("new"), dir.path().join("tag"));
+        std::fs::create_dir_all(&from).unwrap();
+        std::fs::write(from.join("a"), "new").unwrap();
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::write(to.join("a"), "old").unwrap();
+        replace_folder(&from, &to).unwrap();
+        assert_eq!(std::fs::read_to_string(to.join("a")).unwrap(), "new");
+        assert!(!from.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

@@ -1,0 +1,413 @@
+//! The reproduction report and the comparison of two result folders, both drawn from the
+//! results JSON alone (`lab::schema`): `REPORT.md` (`runner all`, `runner report DIR`)
+//! and `runner compare DIR_A DIR_B`. The same JSON gives the same bytes.
+
+use super::error::{Error, Result};
+use super::schema;
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The report's file name.
+pub const REPORT: &str = "REPORT.md";
+
+/// Every results file of `dir` (`<experiment>.json`), checked against the schema, in
+/// the order of their documents' numbers. An error names the file and what is wrong.
+pub fn load(dir: &Path) -> Result<Vec<Value>> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    let mut out = Vec::new();
+    for p in paths {
+        let bad = |why: String| Error::Usage(format!("{}: {why}", p.display()));
+        let text = std::fs::read_to_string(&p).map_err(|e| bad(e.to_string()))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+        if v.get("schema").is_none() || v.get("experiment").is_none() {
+            continue; // not a results file
+        }
+        schema::check(&v).map_err(|e| {
+            bad(format!(
+                "not a results file of schema {}: {e}",
+                schema::SCHEMA
+            ))
+        })?;
+        out.push(v);
+    }
+    if out.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: no results files (<experiment>.json) here",
+            dir.display()
+        )));
+    }
+    out.sort_by(|a, b| str_of(&a["document"]["file"]).cmp(str_of(&b["document"]["file"])));
+    Ok(out)
+}
+
+fn str_of(v: &Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+/// A number as the report prints it: up to four significant figures, no exponent.
+fn num(v: &Value) -> String {
+    match v.as_f64() {
+        None => "-".into(),
+        Some(x) if x == x.trunc() && x.abs() < 1e15 => format!("{}", x as i64),
+        Some(x) if x.abs() >= 100.0 => format!("{x:.0}"),
+        Some(x) if x.abs() >= 1.0 => format!("{x:.2}"),
+        Some(x) => format!("{x:.3}"),
+    }
+}
+
+/// `REPORT.md` of a set of results: the machine, then per document every claim with
+/// the document's figure, ours, the verdict and its reason, the headline figures of
+/// every contender, the noise probes and the charts.
+pub fn render(results: &[Value]) -> String {
+    let mut s = String::from("# Reproduction report\n\n");
+    let _ = writeln!(
+        s,
+        "Generated from the results JSON in this folder (`runner report` writes it again, byte for byte). Every claim of the source documents that the runner judges, with the document's figure, this machine's, the verdict and its reason. Verdicts: *reproduced* / *differs* for an absolute figure within / beyond 25% of the document's; *holds* / *fails* for a relation; *not measurable here* where this machine's noise or topology puts the claim out of reach; *not measured* where the run did not measure what the claim needs.\n"
+    );
+    if let Some(first) = results.first() {
+        machine(&mut s, &first["env"]);
+    }
+    let _ = writeln!(s, "## Verdicts\n");
+    let _ = writeln!(s, "| document | experiment | claims | reproduced | holds | differs | fails | not measurable here | not measured |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+    for r in results {
+        let claims = r["claims"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        let count = |v: &str| claims.iter().filter(|c| c["verdict"] == v).count();
+        let _ = writeln!(
+            s,
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            str_of(&r["document"]["file"]),
+            str_of(&r["experiment"]),
+            claims.len(),
+            count("reproduced"),
+            count("holds"),
+            count("differs"),
+            count("fails"),
+            count("not measurable here"),
+            count("not measured")
+        );
+    }
+    s.push('\n');
+    for r in results {
+        document(&mut s, r);
+    }
+    s
+}
+
+fn machine(s: &mut String, env: &Value) {
+    let _ = writeln!(s, "## This machine\n");
+    let tsc = &env["tsc"];
+    let rows = [
+        ("CPU", str_of(&env["cpu_model"]).to_string()),
+        (
+            "cores",
+            format!(
+                "{} online ({}), this process may use {}",
+                num(&env["cores_online"]),
+                str_of(&env["online_cpus"]),
+                str_of(&env["allowed_cpus"])
+            ),
+        ),
+        (
+            "L3 groups",
+            env["l3_groups"]
+                .as_array()
+                .map(|g| {
+                    g.iter()
+                        .map(|x| format!("[{}]", str_of(x)))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default(),
+        ),
+        ("virtualisation", str_of(&env["virtualization"]).to_string()),
+        ("kernel", str_of(&env["kernel"]).to_string()),
+        (
+            "TSC",
+            format!(
+                "{} GHz, {} (invariant: {}), calibration error {} ppm",
+                tsc["freq_hz"]
+                    .as_f64()
+                    .map_or("-".into(), |f| format!("{:.4}", f / 1e9)),
+                str_of(&tsc["source"]),
+                tsc["invariant_tsc"],
+                num(&tsc["error_ppm"])
+            ),
+        ),
+        (
+            "compilers",
+            format!("{}; {}", str_of(&env["rustc"]), str_of(&env["cxx"])),
+        ),
+        ("revision", str_of(&env["git_revision"]).to_string()),
+    ];
+    let _ = writeln!(s, "| | |\n|---|---|");
+    for (k, v) in rows {
+        let _ = writeln!(s, "| {k} | {v} |");
+    }
+    s.push('\n');
+}
+
+fn document(s: &mut String, r: &Value) {
+    let name = str_of(&r["experiment"]);
+    let _ = writeln!(
+        s,
+        "## {} \"{}\" (`runner {name}`)\n",
+        str_of(&r["document"]["file"]),
+        str_of(&r["document"]["title"])
+    );
+    let env = &r["env"];
+    let pins = env["pins"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    format!(
+                        "{k} {}",
+                        if v.is_null() {
+                            "unpinned".into()
+                        } else {
+                            num(v)
+                        }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "Run {} to {}; pins: {pins}.",
+        str_of(&r["started"]),
+        str_of(&r["finished"])
+    );
+    if let Some(note) = env["pin_note"].as_str() {
+        let _ = writeln!(s, "Placement: {}.", note.trim_end_matches('.'));
+    }
+    noise(s, &env["noise"]);
+    s.push('\n');
+    let _ = writeln!(s, "### Claims\n");
+    let _ = writeln!(s, "| verdict | claim | where | document | here | why |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    for c in r["claims"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        let _ = writeln!(
+            s,
+            "| **{}** | {} | {} | {} | {} | {} |",
+            cell(&c["verdict"]),
+            cell(&c["claim"]),
+            cell(&c["where"]),
+            cell(&c["document"]),
+            cell(&c["ours"]),
+            cell(&c["reason"])
+        );
+    }
+    s.push('\n');
+    let _ = writeln!(s, "### Contenders\n");
+    for v in r["variants"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        let label = match v["mode"].as_str() {
+            Some(m) => format!("{} ({m})", str_of(&v["name"])),
+            None => str_of(&v["name"]).to_string(),
+        };
+        if let Some(why) = v["unavailable"].as_str() {
+            let _ = writeln!(s, "* {label}: {why}");
+            continue;
+        }
+        let figures = v["figures"]
+            .as_object()
+            .map(|f| {
+                f.iter()
+                    .map(|(k, x)| format!("{k} {} {}", num(&x["value"]), str_of(&x["unit"])))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        let _ = writeln!(s, "* {label}: {figures}");
+    }
+    s.push('\n');
+    let charts: Vec<&str> = r["charts"]
+        .as_array()
+        .map(|a| a.iter().map(str_of).collect())
+        .unwrap_or_default();
+    if !charts.is_empty() {
+        let _ = writeln!(s, "### Charts\n");
+        for c in charts {
+            let _ = writeln!(s, "![{c}]({c})");
+        }
+        s.push('\n');
+    }
+}
+
+/// A table cell: one line, pipes escaped.
+fn cell(v: &Value) -> String {
+    str_of(v).replace('|', "\\|").replace('\n', " ")
+}
+
+fn noise(s: &mut String, n: &Value) {
+    for when in ["before", "after"] {
+        let p = &n[when];
+        let Some(cores) = p["cores"].as_array() else {
+            continue;
+        };
+        let per_core = cores
+            .iter()
+            .map(|c| {
+                format!(
+                    "cpu {} {} gaps/s, {:.2}% of the time lost",
+                    num(&c["cpu"]),
+                    num(&c["per_second"]),
+                    c["lost_fraction"].as_f64().unwrap_or(0.0) * 100.0
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let floor = &p["handoff"];
+        let floor = if floor.is_object() {
+            format!(
+                "; handoff floor p99 {} ns, p99.9 {} ns",
+                num(&floor["p99_floor_ns"]),
+                num(&floor["p99.9_floor_ns"])
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "Noise probe {when} the runs: {per_core}{floor}.");
+    }
+}
+
+/// One figure of one contender in a results folder.
+struct Figure {
+    value: Option<f64>,
+    unit: String,
+    runs: Vec<f64>,
+}
+
+fn figures(results: &[Value]) -> Vec<((String, String, String), Figure)> {
+    let mut out = Vec::new();
+    for r in results {
+        let exp = str_of(&r["experiment"]);
+        for v in r["variants"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+            let who = match v["mode"].as_str() {
+                Some(m) => format!("{} ({m})", str_of(&v["name"])),
+                None => str_of(&v["name"]).to_string(),
+            };
+            for (k, f) in v["figures"].as_object().into_iter().flatten() {
+                out.push((
+                    (exp.to_string(), who.clone(), k.clone()),
+                    Figure {
+                        value: f["value"].as_f64(),
+                        unit: str_of(&f["unit"]).to_string(),
+                        runs: f["runs"]
+                            .as_array()
+                            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                            .unwrap_or_default(),
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Whether two figures differ by more than the run-to-run spread of either folder: their
+/// runs' ranges do not overlap. `None` when either side has fewer than two runs.
+pub fn beyond_spread(a: &[f64], b: &[f64]) -> Option<bool> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let range = |v: &[f64]| {
+        v.iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+                (lo.min(x), hi.max(x))
+            })
+    };
+    let ((alo, ahi), (blo, bhi)) = (range(a), range(b));
+    Some(blo > ahi || bhi < alo)
+}
+
+/// `runner compare`: for every contender and figure the two folders have in common, B
+/// over A, flagged where the runs of the two do not overlap (the difference is larger
+/// than the run-to-run spread each folder shows).
+pub fn compare(a_dir: &Path, b_dir: &Path) -> Result<String> {
+    let (a, b) = (load(a_dir)?, load(b_dir)?);
+    let fb = figures(&b);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "B / A for every figure both hold (A: {}, B: {}). `!` marks a difference beyond the run-to-run spread: the runs of A and of B do not overlap. `?` marks a figure without per-run values on one side (no spread to judge by).",
+        a_dir.display(),
+        b_dir.display()
+    );
+    let _ = writeln!(
+        s,
+        "{:<10} {:<34} {:<24} {:>12} {:>12} {:>8}",
+        "experiment", "contender", "figure", "A", "B", "B / A"
+    );
+    let (mut shown, mut flagged) = (0, 0);
+    for (key, fa) in figures(&a) {
+        let Some((_, fbv)) = fb.iter().find(|(k, _)| *k == key) else {
+            continue;
+        };
+        let (Some(x), Some(y)) = (fa.value, fbv.value) else {
+            continue;
+        };
+        if fa.unit != fbv.unit {
+            continue;
+        }
+        let ratio = if x != 0.0 {
+            format!("{:.3}", y / x)
+        } else {
+            "-".into()
+        };
+        let mark = match beyond_spread(&fa.runs, &fbv.runs) {
+            Some(true) => {
+                flagged += 1;
+                " !"
+            }
+            Some(false) => "",
+            None => " ?",
+        };
+        shown += 1;
+        let _ = writeln!(
+            s,
+            "{:<10} {:<34} {:<24} {:>12} {:>12} {:>8}{mark}",
+            key.0,
+            key.1,
+            format!("{} ({})", key.2, fa.unit),
+            num(&Value::from(x)),
+            num(&Value::from(y)),
+            ratio
+        );
+    }
+    let _ = writeln!(
+        s,
+        "{shown} figures in common; {flagged} differ beyond the spread of their runs."
+    );
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_difference_counts_only_beyond_both_spreads() {
+        assert_eq!(beyond_spread(&[1.0, 2.0], &[2.5, 3.0]), Some(true));
+        assert_eq!(beyond_spread(&[1.0, 2.0], &[1.5, 3.0]), Some(false));
+        assert_eq!(beyond_spread(&[3.0, 4.0], &[1.0, 2.9]), Some(true));
+        assert_eq!(beyond_spread(&[1.0], &[5.0, 6.0]), None);
+    }
+
+    #[test]
+    fn numbers_print_without_exponents() {
+        assert_eq!(num(&Value::from(1234567.0)), "1234567");
+        assert_eq!(num(&Value::from(12.345)), "12.35");
+        assert_eq!(num(&Value::from(0.01234)), "0.012");
+        assert_eq!(num(&Value::Null), "-");
+    }
+}
