@@ -316,6 +316,33 @@ fn ctrl_c_stops_the_run_and_writes_nothing() {
 }
 
 #[test]
+fn ctrl_c_during_runner_all_leaves_no_folder_and_no_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["all", "--quick", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The quick queue experiment runs for tens of seconds: the signal lands in it.
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "an interrupted runner all left {left:?}");
+}
+
+#[test]
 fn patterns_runs_every_part_and_says_what_it_cannot_measure() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
