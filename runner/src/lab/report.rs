@@ -314,8 +314,9 @@ fn figures(results: &[Value]) -> Vec<((String, String, String), Figure)> {
     out
 }
 
-/// Whether two figures differ by more than the run-to-run spread of either folder: their
-/// runs' ranges do not overlap. `None` when either side has fewer than two runs.
+/// Whether two figures differ by more than the run-to-run spread the two folders show:
+/// their runs' ranges do not overlap, and their medians lie further apart than the two
+/// ranges' widths together. `None` when either side has fewer than two runs.
 pub fn beyond_spread(a: &[f64], b: &[f64]) -> Option<bool> {
     if a.len() < 2 || b.len() < 2 {
         return None;
@@ -326,9 +327,20 @@ pub fn beyond_spread(a: &[f64], b: &[f64]) -> Option<bool> {
                 (lo.min(x), hi.max(x))
             })
     };
+    let median = |v: &[f64]| super::measure::median(v.to_vec()).unwrap_or(f64::NAN);
     let ((alo, ahi), (blo, bhi)) = (range(a), range(b));
-    Some(blo > ahi || bhi < alo)
+    let (ma, mb) = (median(a), median(b));
+    let apart = (mb - ma).abs();
+    let relative = apart / ma.abs().max(f64::MIN_POSITIVE);
+    Some(
+        (blo > ahi || bhi < alo) && apart > (ahi - alo) + (bhi - blo) && relative >= MIN_DIFFERENCE,
+    )
 }
+
+/// The smallest relative difference `runner compare` flags: below it a difference is
+/// within the lab's own resolution (latencies are merged at 3 significant figures, a
+/// paced rate is the offered rate to within parts per million).
+pub const MIN_DIFFERENCE: f64 = 0.01;
 
 /// `runner compare`: for every contender and figure the two folders have in common, B
 /// over A, flagged where the runs of the two do not overlap (the difference is larger
@@ -339,7 +351,7 @@ pub fn compare(a_dir: &Path, b_dir: &Path) -> Result<String> {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "B / A for every figure both hold (A: {}, B: {}). `!` marks a difference beyond the run-to-run spread: the runs of A and of B do not overlap. `?` marks a figure without per-run values on one side (no spread to judge by).",
+        "B / A for every figure both hold (A: {}, B: {}). `!` marks a difference beyond the run-to-run spread: the runs of A and of B do not overlap, their medians lie further apart than the widths of the two sets of runs together, and by 1% or more. `?` marks a figure with fewer than two runs on one side (no spread to judge by).",
         a_dir.display(),
         b_dir.display()
     );
@@ -397,9 +409,17 @@ mod tests {
 
     #[test]
     fn a_difference_counts_only_beyond_both_spreads() {
-        assert_eq!(beyond_spread(&[1.0, 2.0], &[2.5, 3.0]), Some(true));
+        // Apart by 5, spreads 1 and 1.
+        assert_eq!(beyond_spread(&[1.0, 2.0], &[6.0, 7.0]), Some(true));
+        // Overlapping runs.
         assert_eq!(beyond_spread(&[1.0, 2.0], &[1.5, 3.0]), Some(false));
-        assert_eq!(beyond_spread(&[3.0, 4.0], &[1.0, 2.9]), Some(true));
+        // Not overlapping, but the medians (1.5, 2.75) are closer than the spreads
+        // together (1 + 0.5).
+        assert_eq!(beyond_spread(&[1.0, 2.0], &[2.5, 3.0]), Some(false));
+        assert_eq!(
+            beyond_spread(&[10.0, 10.0, 10.0], &[11.0, 11.0]),
+            Some(true)
+        );
         assert_eq!(beyond_spread(&[1.0], &[5.0, 6.0]), None);
     }
 
