@@ -2,9 +2,9 @@
 //! machine, then `REPORT.md`), `runner report DIR` (the report again, from the JSON
 //! alone) and `runner compare DIR_A DIR_B`.
 
-use crate::cli::{run_one, Planned};
+use crate::cli::Planned;
 use crate::experiments::REGISTRY;
-use crate::lab::env::{this_machine_tag, Toolchain};
+use crate::lab::env::this_machine_tag;
 use crate::lab::error::{Error, Result};
 use crate::lab::experiment::Scale;
 use crate::lab::report;
@@ -74,6 +74,8 @@ pub fn commands() -> [Command; 3] {
 /// A validated `runner all`: where it writes and what it runs.
 pub struct AllPlan {
     scale: Scale,
+    /// Each experiment's command line (its flags at the scale, and `--out` staging).
+    argv: Vec<Vec<String>>,
     /// `<out>/<machine>`: where the results land when everything ran.
     folder: PathBuf,
     /// Where the experiments write until then.
@@ -100,6 +102,7 @@ pub fn prepare(sub: &ArgMatches, topo: &Topology) -> Result<AllPlan> {
     let folder = out.join(&tag);
     let staging = out.join(format!(".{tag}.partial-{}", std::process::id()));
     let staging_arg = staging.to_string_lossy().into_owned();
+    let mut argvs = Vec::new();
     let runs = REGISTRY
         .iter()
         .map(|e| {
@@ -108,31 +111,35 @@ pub fn prepare(sub: &ArgMatches, topo: &Topology) -> Result<AllPlan> {
             argv.extend_from_slice(&["--out", &staging_arg]);
             let m = e
                 .command()
-                .try_get_matches_from(argv)
+                .try_get_matches_from(&argv)
                 .map_err(|err| Error::from_clap(&err))?;
+            argvs.push(argv.iter().map(|a| a.to_string()).collect());
             Ok((*e, e.prepare(&m, topo)?))
         })
         .collect::<Result<Vec<Planned>>>()?;
     Ok(AllPlan {
         scale,
+        argv: argvs,
         folder,
         staging,
         runs,
     })
 }
 
-/// Runs every experiment into the staging folder, one progress line before each (the
-/// time spent and about how long is left), writes `REPORT.md`, and moves the folder into
-/// place. On failure or Ctrl-C the staging folder is removed: no partial results.
-pub fn run(plan: AllPlan, topo: &Topology, tools: &Toolchain) -> Result<()> {
-    let result = run_into(&plan, topo, tools);
+/// Runs every experiment, each as a runner process of its own, into the staging folder,
+/// one progress line before each (the time spent and about how long is left), writes
+/// `REPORT.md`, and moves the folder into place. On failure or Ctrl-C the staging folder is removed: no partial results.
+pub fn run(plan: AllPlan) -> Result<()> {
+    // Ctrl-C reaches every child too; this process waits for them and cleans up.
+    stop::install();
+    let result = run_into(&plan);
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&plan.staging);
     }
     result
 }
 
-fn run_into(plan: &AllPlan, topo: &Topology, tools: &Toolchain) -> Result<()> {
+fn run_into(plan: &AllPlan) -> Result<()> {
     let start = Instant::now();
     let estimates: Vec<f64> = plan
         .runs
@@ -140,7 +147,7 @@ fn run_into(plan: &AllPlan, topo: &Topology, tools: &Toolchain) -> Result<()> {
         .map(|(e, _)| f64::from(e.all(plan.scale).seconds))
         .collect();
     let n = plan.runs.len();
-    for (i, (e, p)) in plan.runs.iter().enumerate() {
+    for (i, (e, _)) in plan.runs.iter().enumerate() {
         let spent = start.elapsed().as_secs_f64();
         let done: f64 = estimates[..i].iter().sum();
         // The estimates scaled by how this machine has fared against them so far.
@@ -154,7 +161,8 @@ fn run_into(plan: &AllPlan, topo: &Topology, tools: &Toolchain) -> Result<()> {
             clock(spent),
             clock(left)
         );
-        run_one(*e, p.as_ref(), topo, tools)?;
+        run_child(e.name(), &plan.argv[i])?;
+        stop::check()?;
     }
     stop::check()?;
     let results = report::load(&plan.staging)?;
@@ -169,6 +177,51 @@ fn run_into(plan: &AllPlan, topo: &Topology, tools: &Toolchain) -> Result<()> {
         plan.folder.join(report::REPORT).display()
     );
     Ok(())
+}
+
+/// Runs one experiment as a runner process of its own, so that each starts from a fresh
+/// heap (an experiment that measures resident memory would otherwise see the memory the
+/// ones before it freed) and a fresh allocator state. It writes its files into the
+/// staging folder itself; Ctrl-C reaches it too and it writes nothing.
+fn run_child(name: &str, argv: &[String]) -> Result<()> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::Run(format!("runner {name}: cannot find this program: {e}")))?;
+    let failed = |e: std::io::Error| Error::Run(format!("runner {name}: {e}"));
+    let mut child = std::process::Command::new(exe)
+        .args(argv)
+        .spawn()
+        .map_err(failed)?;
+    // A Ctrl-C at a terminal reaches the child as well; a SIGINT sent to this process
+    // alone is passed on if the child is still running a second later.
+    let mut asked: Option<Instant> = None;
+    let mut passed_on = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(failed)? {
+            break status;
+        }
+        if stop::requested() && !passed_on {
+            let since = *asked.get_or_insert_with(Instant::now);
+            if since.elapsed().as_millis() >= 1000 {
+                let _ = std::process::Command::new("kill")
+                    .args(["-INT", &child.id().to_string()])
+                    .status();
+                passed_on = true;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(130) => Err(Error::Interrupted),
+        _ if stop::requested() => Err(Error::Interrupted),
+        code => Err(Error::Run(format!(
+            "runner {name} failed ({}); nothing of this run was kept",
+            code.map_or_else(
+                || "killed by a signal".to_string(),
+                |c| format!("exit status {c}")
+            )
+        ))),
+    }
 }
 
 /// Moves `from` to `to`, replacing a folder an earlier run left there.

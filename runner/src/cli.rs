@@ -63,7 +63,7 @@ fn toolchain() -> Toolchain {
 }
 
 /// Runs one validated experiment: its session, its measurement, its files.
-pub(crate) fn run_one(
+fn run_one(
     e: &'static dyn Entry,
     p: &dyn Prepared,
     topo: &Topology,
@@ -83,7 +83,7 @@ fn run(job: Job, topo: &Topology) -> Result<()> {
     let tools = toolchain();
     match job {
         Job::One((e, p)) => run_one(e, p.as_ref(), topo, &tools),
-        Job::All(plan) => crate::all::run(plan, topo, &tools),
+        Job::All(plan) => crate::all::run(plan),
     }
 }
 
