@@ -283,34 +283,38 @@ fn every_variant_runs_in_every_mode_and_results_are_written() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
-#[test]
-fn ctrl_c_stops_the_run_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("results");
+/// Starts `runner <args> --out <out>`, sends it SIGINT after `millis`, and returns its
+/// exit status and stderr.
+fn interrupted(args: &[&str], out: &std::path::Path, millis: u64) -> (Option<i32>, String) {
     let child = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args([
-            "queue",
-            "--variants",
-            "handoff-spsc",
-            "--runs",
-            "50",
-            "--out",
-        ])
-        .arg(&out)
+        .args(args)
+        .arg("--out")
+        .arg(out)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // 50 runs of 1 s each: the signal lands in the middle of a paced run.
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    std::thread::sleep(std::time::Duration::from_millis(millis));
     let sent = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(sent.success());
     let o = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(130), "{err}");
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    // 50 runs of 1 s each: the signal lands in the middle of a paced run.
+    let args = ["queue", "--variants", "handoff-spsc", "--runs", "50"];
+    let (code, err) = interrupted(&args, &out, 2500);
+    assert_eq!(code, Some(130), "{err}");
     assert!(err.contains("nothing was written"), "{err}");
     assert!(!out.exists(), "an interrupted run wrote {out:?}");
 }
@@ -319,23 +323,9 @@ fn ctrl_c_stops_the_run_and_writes_nothing() {
 fn ctrl_c_during_runner_all_leaves_no_folder_and_no_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    let child = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args(["all", "--quick", "--out"])
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     // The quick queue experiment runs for tens of seconds: the signal lands in it.
-    std::thread::sleep(std::time::Duration::from_millis(3000));
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let o = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(130), "{err}");
+    let (code, err) = interrupted(&["all", "--quick"], &out, 3000);
+    assert_eq!(code, Some(130), "{err}");
     let left: Vec<_> = std::fs::read_dir(&out)
         .map(|d| d.map(|e| e.unwrap().file_name()).collect())
         .unwrap_or_default();

@@ -3,22 +3,15 @@
 
 use std::process::Command;
 
-/// Runs `runner <args> --noise-seconds 0 --out <dir>` and returns its results JSON.
+/// Runs `runner <name> <args> --noise-seconds 0 --out <dir>` and returns its results
+/// JSON.
 fn results(name: &str, args: &[&str]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .arg(name)
-        .args(args)
-        .args(["--noise-seconds", "0", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{name}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let mut argv = vec![name];
+    argv.extend_from_slice(args);
+    argv.extend_from_slice(&["--noise-seconds", "0", "--out", out.to_str().unwrap()]);
+    runner_ok(&argv);
     let text = std::fs::read_to_string(out.join(format!("{name}.json"))).unwrap();
     serde_json::from_str(&text).unwrap()
 }
