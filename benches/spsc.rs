@@ -19,13 +19,13 @@
 //!   the ring's occupancy; the medians are printed under the single-item pair (and after
 //!   `spsc_throughput` for all three contenders). `HANDOFF_SPSC_WORK=P,C` adds busy work
 //!   per item on either side to put the pair at one end of the ring on purpose
-//!   (docs/spsc.md, "Regimes").
+//!   (docs/spsc-notebook.md, "Regimes").
 //!
 //! The bench's loops retry a failed push or pop at once, with no `pause` of their own, as
 //! the source document's harness does (`while (!q.try_push(tick)) { /* spin */ }`).
 //! handoff-spsc's consumer calls spend one `pause` themselves when they find the ring
 //! empty. What a `pause` in these loops does was measured on the KVM guests
-//! (docs/spsc.md, "Regimes" and "The empty poll's pause"): per failed call it cut failed
+//! (docs/spsc-notebook.md, "Regimes" and "The empty poll's pause"): per failed call it cut failed
 //! calls to 0.02-0.10 per item and left single-item throughput where it was; per empty
 //! poll, inside the ring, it made round trips 1.3x faster. One earlier run with
 //! `spin_loop()` in both retry loops gave about 250 M items/s for every ring
@@ -214,7 +214,7 @@ fn pop_spin(rx: &mut impl Rx) -> (Tick, u64) {
 /// in iterations of an empty loop (about 1 ns each): `HANDOFF_SPSC_WORK=P,C`, default
 /// `0,0`. Slowing one side on purpose decides which end of the ring the pair settles
 /// at (a slower consumer keeps it near full, a slower producer near empty), so each
-/// regime can be measured for every contender; see docs/spsc.md.
+/// regime can be measured for every contender; see docs/spsc-notebook.md.
 fn work_per_item() -> [u32; 2] {
     static WORK: std::sync::OnceLock<[u32; 2]> = std::sync::OnceLock::new();
     *WORK.get_or_init(|| match std::env::var("HANDOFF_SPSC_WORK") {
@@ -249,7 +249,7 @@ fn busy(iterations: u32) {
 /// register increment on the retry path; the sample is one load of the producer's index
 /// per 4096 items, so both are left on in every run.
 ///
-/// Occupancy is bimodal (see docs/spsc.md): a pair spends most of a run either near
+/// Occupancy is bimodal (see docs/spsc-notebook.md): a pair spends most of a run either near
 /// empty or near full, so besides the mean the share of samples at each end is kept.
 #[derive(Clone, Copy, Default)]
 struct Diag {

@@ -389,7 +389,7 @@ impl<T, B: Backing> Consumer<T, B> {
     /// producer's index is read only when the consumer's cached copy says empty, and a
     /// call that finds the ring empty spends one [`core::hint::spin_loop`] (x86 `pause`,
     /// about 17 ns on the Xeon guest) before returning, so a bare `while let None`
-    /// loop polls politely (docs/spsc.md, "The empty poll's pause").
+    /// loop polls politely (docs/spsc-notebook.md, "The empty poll's pause").
     ///
     /// ```
     /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(2);
@@ -583,7 +583,7 @@ impl<T, B: Backing> Consumer<T, B> {
     /// Taking `n` items now, starts loading the lines of up to `max` ready items after
     /// them (as far as the cached `tail`), so the next chunk's lines cross from the
     /// producer's core while this one is read. Measured on the 2-vCPU Xeon guest: batches
-    /// at 401-422 M items/s against 282-362 without it (docs/spsc.md).
+    /// at 401-422 M items/s against 282-362 without it (docs/spsc-notebook.md).
     #[inline(always)]
     fn prefetch_next(&self, n: usize, max: usize) {
         let start = self.head.wrapping_add(n);
@@ -607,7 +607,7 @@ impl<T, B: Backing> Consumer<T, B> {
     /// caller returns empty-handed. A consumer spinning on them then loads `tail` less
     /// often, so it takes the line from the producer less often and piles up fewer
     /// speculative loads for the producer's store to flush (round trip 1.3x faster on
-    /// the Xeon guest, paced p50 unchanged; docs/spsc.md).
+    /// the Xeon guest, paced p50 unchanged; docs/spsc-notebook.md).
     #[inline]
     fn poll_ready(&self) -> usize {
         let ready = self.refresh_ready();

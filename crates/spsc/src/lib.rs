@@ -77,7 +77,7 @@
 //! What it costs: an item of a burst that reaches a streaming consumer can wait up to
 //! the wait (about 0.9 us per poll at 2.3 GHz, six at most, one when the producer is
 //! merely slow). [`Consumer::set_slip`] and [`Producer::set_slip`] turn it off; the
-//! batch calls and [`stamped`] never slip. Measured in docs/spsc.md.
+//! batch calls and [`stamped`] never slip. Measured in docs/spsc-notebook.md.
 //!
 //! Between the two marks the producer is the slower side, and each of its stores
 //! waits behind the slot lines it takes back from the consumer. So in the same rings,

@@ -6,7 +6,7 @@
 //! cache line the other is writing or reading, so that line (and the index line) crosses
 //! between the cores about once per item. A pair hundreds of slots apart moves each slot
 //! line once per lap and touches an index line once per few hundred items
-//! (docs/spsc.md, "Temporal slipping"). So when `try_pop` refreshes its cached `tail` and
+//! (docs/spsc-notebook.md, "Temporal slipping"). So when `try_pop` refreshes its cached `tail` and
 //! finds fewer than half the capacity ready, or `try_push` refreshes `head` and finds
 //! fewer than a quarter free, and the handle is streaming (its previous refresh found
 //! items or room too: it did not catch up from idle), it waits: `pause`s for 2048 TSC

@@ -164,7 +164,7 @@ unsafe impl<T: Send> Send for Consumer<T> {}
 /// when the ring runs near empty. The price: each slot carries a `usize` stamp (a
 /// 16-byte item takes 24 bytes), there is no batch, slice or chunk API, and a producer
 /// that runs far ahead of its consumer is not faster than with the default ring.
-/// docs/spsc.md gives the measurements.
+/// docs/spsc-notebook.md gives the measurements.
 ///
 /// # Panics
 /// If `capacity` is 0, too large, or cannot be allocated; [`try_channel`] returns a

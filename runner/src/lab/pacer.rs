@@ -56,7 +56,7 @@ impl Schedule {
 
     /// Spins until the clock reaches `due` (unordered reads: this waits, it never
     /// stamps), with no `pause` in the loop, so that the send happens within a clock
-    /// read of its due time (docs/spsc.md measured one `pause` at 17 ns on the Xeon
+    /// read of its due time (docs/spsc-notebook.md measured one `pause` at 17 ns on the Xeon
     /// guest).
     #[inline(always)]
     pub fn wait_until(&self, due: u64) {
