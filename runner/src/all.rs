@@ -2,11 +2,10 @@
 //! machine, then `REPORT.md`), `runner report DIR` (the report again, from the JSON
 //! alone) and `runner compare DIR_A DIR_B`.
 
-use crate::cli::Planned;
 use crate::experiments::REGISTRY;
 use crate::lab::env::this_machine_tag;
 use crate::lab::error::{Error, Result};
-use crate::lab::experiment::Scale;
+use crate::lab::experiment::{Entry, Scale};
 use crate::lab::report;
 use crate::lab::results::{check_writable, write_atomic};
 use crate::lab::stop;
@@ -74,13 +73,13 @@ pub fn commands() -> [Command; 3] {
 /// A validated `runner all`: where it writes and what it runs.
 pub struct AllPlan {
     scale: Scale,
-    /// Each experiment's command line (its flags at the scale, and `--out` staging).
-    argv: Vec<Vec<String>>,
+    /// Each experiment, validated, and its command line (its flags at the scale, and
+    /// `--out` staging), in registry order.
+    runs: Vec<(&'static dyn Entry, Vec<String>)>,
     /// `<out>/<machine>`: where the results land when everything ran.
     folder: PathBuf,
     /// Where the experiments write until then.
     staging: PathBuf,
-    runs: Vec<Planned>,
 }
 
 /// Validates `runner all`: the output folder, then every experiment with its flags at
@@ -102,7 +101,6 @@ pub fn prepare(sub: &ArgMatches, topo: &Topology) -> Result<AllPlan> {
     let folder = out.join(&tag);
     let staging = out.join(format!(".{tag}.partial-{}", std::process::id()));
     let staging_arg = staging.to_string_lossy().into_owned();
-    let mut argvs = Vec::new();
     let runs = REGISTRY
         .iter()
         .map(|e| {
@@ -113,16 +111,16 @@ pub fn prepare(sub: &ArgMatches, topo: &Topology) -> Result<AllPlan> {
                 .command()
                 .try_get_matches_from(&argv)
                 .map_err(|err| Error::from_clap(&err))?;
-            argvs.push(argv.iter().map(|a| a.to_string()).collect());
-            Ok((*e, e.prepare(&m, topo)?))
+            // Validated here, before anything runs; the child validates it again.
+            e.prepare(&m, topo)?;
+            Ok((*e, argv.iter().map(|a| a.to_string()).collect()))
         })
-        .collect::<Result<Vec<Planned>>>()?;
+        .collect::<Result<Vec<_>>>()?;
     Ok(AllPlan {
         scale,
-        argv: argvs,
+        runs,
         folder,
         staging,
-        runs,
     })
 }
 
@@ -147,7 +145,7 @@ fn run_into(plan: &AllPlan) -> Result<()> {
         .map(|(e, _)| f64::from(e.all(plan.scale).seconds))
         .collect();
     let n = plan.runs.len();
-    for (i, (e, _)) in plan.runs.iter().enumerate() {
+    for (i, (e, argv)) in plan.runs.iter().enumerate() {
         let spent = start.elapsed().as_secs_f64();
         let done: f64 = estimates[..i].iter().sum();
         // The estimates scaled by how this machine has fared against them so far.
@@ -161,7 +159,7 @@ fn run_into(plan: &AllPlan) -> Result<()> {
             clock(spent),
             clock(left)
         );
-        run_child(e.name(), &plan.argv[i])?;
+        run_child(e.name(), argv)?;
         stop::check()?;
     }
     stop::check()?;

@@ -31,7 +31,7 @@ pub fn command() -> Command {
 }
 
 /// A validated run and the experiment it belongs to.
-pub(crate) type Planned = (&'static dyn Entry, Box<dyn Prepared>);
+type Planned = (&'static dyn Entry, Box<dyn Prepared>);
 
 /// What the command line asked for, validated.
 enum Job {

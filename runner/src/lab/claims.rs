@@ -175,3 +175,24 @@ impl Claim {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_verdict_has_its_own_word() {
+        let words = [
+            (Verdict::Reproduced, "reproduced"),
+            (Verdict::Differs, "differs"),
+            (Verdict::Holds, "holds"),
+            (Verdict::Fails, "fails"),
+            (Verdict::NotMeasurableHere, "not measurable here"),
+            (Verdict::NotMeasured, "not measured"),
+        ];
+        for (v, w) in words {
+            assert_eq!(v.as_str(), w);
+            assert_eq!(serde_json::to_value(v).unwrap(), w);
+        }
+    }
+}

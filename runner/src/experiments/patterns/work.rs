@@ -227,6 +227,12 @@ impl Shared {
     }
 }
 
+/// Document 003's shared pool: one block of 4096 orders to start, growing.
+fn shared_pool<P: Policy>() -> Result<Pool<Order, P>> {
+    Pool::<Order, P>::new(Capacity::Grow { first_block: 4096 })
+        .map_err(|e| Error::Run(format!("pool: {e}")))
+}
+
 /// Wall ticks of one repeat of `who`.
 pub fn many_threads(cfg: &Config, timer: Timer, who: Shared) -> Result<u64> {
     let (t, per) = (cfg.threads, cfg.per_thread);
@@ -234,9 +240,7 @@ pub fn many_threads(cfg: &Config, timer: Timer, who: Shared) -> Result<u64> {
     where
         Pool<Order, P>: Sync,
     {
-        // Document 003's pool starts with one block of 4096 and grows.
-        let pool = Pool::<Order, P>::new(Capacity::Grow { first_block: 4096 })
-            .map_err(|e| Error::Run(format!("pool: {e}")))?;
+        let pool = shared_pool::<P>()?;
         together(timer, stop::flag(), &cfg.placement.threads(), t, |k| {
             let mut held = Vec::with_capacity(per);
             for i in 0..per as u64 {
@@ -339,9 +343,7 @@ pub fn outliers(cfg: &Config, timer: Timer, who: Shared) -> Result<Outliers> {
     where
         Pool<Order, P>: Sync,
     {
-        // Document 003's pool starts with one block of 4096 and grows.
-        let pool = Pool::<Order, P>::new(Capacity::Grow { first_block: 4096 })
-            .map_err(|e| Error::Run(format!("pool: {e}")))?;
+        let pool = shared_pool::<P>()?;
         let (t, per) = (cfg.threads, cfg.per_thread);
         together(timer, stop::flag(), &cfg.placement.threads(), t, |k| {
             let mut tl = Tally::new(timer, totals);

@@ -76,13 +76,9 @@ pub fn config(
         |p, &b| p.with("background", b),
     );
     // A background thread on a measured core measures that sharing, not the
-    // allocators: where the default placement has to share, the headline and the
-    // throughput run without it, and only the sweep (labelled) keeps it.
-    let headline_bg_threads = if bg_shares_core && pin.is_none() {
-        0
-    } else {
-        bg_threads
-    };
+    // allocators: where the placement has to share, the headline and the throughput
+    // run without it, and only the sweep (labelled) keeps it.
+    let headline_bg_threads = if bg_shares_core { 0 } else { bg_threads };
     if headline_bg_threads < bg_threads {
         placement = placement.noted(
             "the headline and the throughput therefore run without the background thread (on a measured core it would measure the sharing, not the allocators); the sweep keeps it, on the producer's core, and says so",
@@ -232,7 +228,7 @@ pub struct Settings {
     /// Background threads asked for (`--bg-threads`).
     pub bg_threads: usize,
     /// Background threads of the headline and the throughput: `--bg-threads`, or 0
-    /// where the default placement would put them on a measured core.
+    /// where the placement puts them on a measured core.
     pub headline_bg_threads: usize,
     /// Modes to run.
     pub modes: Vec<Mode>,

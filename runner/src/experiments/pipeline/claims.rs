@@ -50,14 +50,11 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             on.join(", ")
         )
     };
-    let headline_shared = shared && cfg.headline_bg_threads > 0;
+    // The headline never shares a measured core with a background thread (the
+    // placement drops it there); a headline claim says when it ran without one.
     let no_bg = cfg.headline_bg_threads == 0;
-    // A headline claim: not measurable where the headline shared a core with a
-    // background thread; said to be without background where it ran without.
     let headline = |judged: (Verdict, String)| {
-        if headline_shared {
-            (Verdict::NotMeasurableHere, shared_why())
-        } else if no_bg {
+        if no_bg {
             let (v, r) = judged;
             (v, format!("{r}; measured without the background heap thread (the document's headline had 1 M/s of it)"))
         } else {
