@@ -68,7 +68,7 @@ impl Experiment for Patterns {
     fn run(cfg: &Config, session: &mut Session) -> Result<report::Outcome> {
         let timer = session.clock.timer();
         let r = cfg.run.runs;
-        let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1 + 1 + 1;
+        let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1 + 1;
         let bar = session.progress(steps as u64)?;
         let check = stop::check;
         // Memory first, while the heap holds nothing freed that malloc could reuse.
@@ -83,6 +83,10 @@ impl Experiment for Patterns {
         let mut typed = Vec::new();
         let mut shared = vec![Vec::new(); work::Shared::ALL.len()];
         let mut processed: Vec<Vec<work::Processed>> = vec![Vec::new(), Vec::new()];
+        let mut outliers: Vec<(work::Shared, work::Outliers)> = work::Shared::ALL
+            .iter()
+            .map(|&w| (w, work::Outliers::default()))
+            .collect();
         for rep in 0..r {
             let keep = rep > 0;
             check()?;
@@ -107,8 +111,12 @@ impl Experiment for Patterns {
                     who.name()
                 ));
                 let wall = work::many_threads(cfg, timer, who)?;
+                // The same again with every operation timed: the outliers.
+                check()?;
+                let x = work::outliers(cfg, timer, who)?;
                 if keep {
                     shared[i].push(wall);
+                    outliers[i].1.add(&x);
                 }
                 bar.inc(1);
             }
@@ -123,14 +131,6 @@ impl Experiment for Patterns {
                 bar.inc(1);
             }
         }
-        // The multi-thread part once more, each operation timed: the outliers.
-        let mut outliers = Vec::new();
-        for who in work::Shared::ALL {
-            check()?;
-            bar.set_message(format!("outliers {}", who.name()));
-            outliers.push((who, work::outliers(cfg, timer, who)?));
-        }
-        bar.inc(1);
         check()?;
         bar.set_message("profiler");
         let profile = once::profiled(cfg, timer, &session.clock)?;

@@ -210,7 +210,7 @@ fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
     }
     let _ = writeln!(
         s,
-        "  outliers: the same again with every allocation and release timed, operations of {} or more",
+        "  outliers: the same again in every run, with every allocation and release timed; operations of {} or more over the {kept} kept runs",
         fmt::ns(OUTLIER_NS)
     );
     for (w, x) in &o.outliers {
@@ -385,7 +385,7 @@ impl Report<Config> for Outcome {
                     Unit::Count,
                     Better::Lower,
                     x.over_200us as f64,
-                    [],
+                    x.per_run.iter().map(|&n| n as f64),
                 );
             }
             out.push(v);

@@ -272,18 +272,29 @@ pub fn many_threads(cfg: &Config, timer: Timer, who: Shared) -> Result<u64> {
 pub const OUTLIER_NS: f64 = 200_000.0;
 
 /// Per-operation latency of the multi-thread part: every allocation and every release
-/// timed on its own, in a pass of its own (the clock reads would slow the timed part).
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+/// timed on its own, in a pass of its own beside the timed part in every run (the clock
+/// reads would slow the timed part), the contenders alternated with it.
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Outliers {
-    /// Operations timed (allocations and releases, all threads).
+    /// Operations timed (allocations and releases, all threads, all kept runs).
     pub ops: u64,
     /// Operations that took [`OUTLIER_NS`] or more.
     pub over_200us: u64,
     /// The longest, ns.
     pub max_ns: f64,
+    /// `over_200us` of each kept run.
+    pub per_run: Vec<u64>,
 }
 
 impl Outliers {
+    /// Adds one run's pass.
+    pub fn add(&mut self, run: &Outliers) {
+        self.ops += run.ops;
+        self.over_200us += run.over_200us;
+        self.max_ns = self.max_ns.max(run.max_ns);
+        self.per_run.push(run.over_200us);
+    }
+
     /// Outliers per million operations.
     pub fn per_million(&self) -> f64 {
         self.over_200us as f64 * 1e6 / self.ops.max(1) as f64
@@ -381,6 +392,7 @@ pub fn outliers(cfg: &Config, timer: Timer, who: Shared) -> Result<Outliers> {
         ops: (2 * t * per) as u64,
         over_200us: over.into_inner(),
         max_ns: timer.ns(longest.into_inner()),
+        per_run: Vec::new(),
     })
 }
 
