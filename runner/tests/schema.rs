@@ -72,6 +72,46 @@ fn queue_results_keep_the_schema() {
     );
 }
 
+/// Sliced runs carry the placement probes and every contender's slices by placement:
+/// the slices in a placement and those in none add up to the slices probed, two per
+/// run here.
+#[test]
+fn queue_results_carry_each_placement() {
+    let v = results(
+        "queue",
+        &[
+            "--variants",
+            "handoff-spsc,rtrb",
+            "--items",
+            "4000",
+            "--runs",
+            "2",
+            "--slices",
+            "2",
+        ],
+    );
+    let probes = v["placements"]["probes"].as_u64().unwrap();
+    // One probe before the first slice, and one after each of 2 x 2 x 2 slices.
+    assert_eq!(probes, 9, "{}", v["placements"]);
+    let classes = v["placements"]["classes"].as_array().unwrap();
+    let in_classes: u64 = classes.iter().map(|c| c["probes"].as_u64().unwrap()).sum();
+    assert_eq!(
+        in_classes + v["placements"]["probes_in_no_class"].as_u64().unwrap(),
+        probes
+    );
+    for var in v["variants"].as_array().unwrap() {
+        let p = &var["placements"];
+        assert_eq!(p["slices"], 4, "{}: {p}", var["name"]);
+        let placed: u64 = p["by_placement"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["slices"].as_u64().unwrap())
+            .sum();
+        assert_eq!(placed + p["slices_in_no_placement"].as_u64().unwrap(), 4);
+    }
+}
+
 #[test]
 fn pipeline_results_keep_the_schema() {
     check(

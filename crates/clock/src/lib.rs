@@ -28,6 +28,7 @@ use handoff_alloc as _;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub mod link;
 #[cfg(target_arch = "x86_64")]
 pub mod tsc;
 

@@ -198,6 +198,41 @@ pub fn on_core<R: Send>(
         .ok_or_else(|| Error::Run("the measured thread returned nothing".into()))
 }
 
+/// Round trips in each [`link_probe`]: about 25 us on a shared cache, 150 us across
+/// a slow link.
+pub const PROBE_TRIPS: usize = 256;
+
+/// The median round trip (ns) of a cache line between cores `a` and `b`
+/// ([`handoff_clock::link`]), [`PROBE_TRIPS`] trips from two threads pinned there;
+/// `None` when `a` and `b` are the same core (the two sides would take turns on it).
+///
+/// ```
+/// let allowed = runner::lab::topology::Topology::read().allowed;
+/// let stop = std::sync::atomic::AtomicU8::new(0);
+/// let timer = handoff_clock::Clock::quick().timer();
+/// let rtt = runner::lab::harness::link_probe(timer, &stop, allowed[0], *allowed.last().unwrap()).unwrap();
+/// assert_eq!(rtt.is_none(), allowed.len() == 1);
+/// ```
+pub fn link_probe(timer: Timer, stop: &AtomicU8, a: usize, b: usize) -> Result<Option<f64>> {
+    if a == b {
+        return Ok(None);
+    }
+    let link = handoff_clock::link::Link::new();
+    let link = &link;
+    let (_, out) = run(
+        timer,
+        stop,
+        vec![
+            Role::new(a, move |s: Start<'_>| link.ping(s.timer, PROBE_TRIPS)),
+            Role::new(b, move |_s: Start<'_>| {
+                link.pong(PROBE_TRIPS);
+                0.0
+            }),
+        ],
+    )?;
+    Ok(out.first().copied())
+}
+
 /// `threads` pinned threads (cycling over `pins`) run `work(t)` at once; returns
 /// the wall time in ticks from the first start to the last end.
 ///

@@ -6,9 +6,10 @@
 use super::chart::{self, Series};
 use super::error::{Error, Result};
 use super::fmt;
-use super::pacer::{self, below_target, Schedule};
+use super::pacer::{below_target, Schedule};
 use super::results::Outputs;
 use super::schema::{Better, Sweep, Unit, Variant};
+use handoff_clock::link::{self, Classes};
 use handoff_clock::Clock;
 use handoff_stats::Latency;
 use serde::Serialize;
@@ -139,6 +140,65 @@ pub struct Measured {
     pub latency_from_intended: Latency,
     /// Per-run numbers.
     pub runs: Vec<RunSummary>,
+    /// The slices probed around, grouped by the bins of their two probes.
+    pub parts: Vec<LinkPart>,
+    /// The run in progress, between its first slice and [`end_run`](Self::end_run).
+    open: Option<RunAcc>,
+}
+
+/// The sums of a run in progress.
+#[derive(Clone, Debug, Default)]
+struct RunAcc {
+    latency: Latency,
+    negative: u64,
+    over: u64,
+    stalls: u64,
+    stall_ticks: u64,
+    sent: u64,
+    send_span: u64,
+    items: u64,
+    span: u64,
+    off_core: u64,
+    bad_items: u64,
+}
+
+/// The cross-core round trips (ns) probed just before and just after one slice of a
+/// run (`lab::link`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Around {
+    /// Before the slice.
+    pub before_ns: f64,
+    /// After it.
+    pub after_ns: f64,
+}
+
+/// The slices of a contender whose probes fell in the same two round-trip bins
+/// ([`link::bin`]), merged.
+#[derive(Clone, Debug)]
+pub struct LinkPart {
+    /// The bins of the probe before and the probe after.
+    pub bins: (i32, i32),
+    /// Slices.
+    pub slices: usize,
+    /// Items sent.
+    pub items: u64,
+    /// First send to last receive, summed over the slices (ticks).
+    pub span_ticks: u64,
+    /// Send stamp to receive stamp (ns).
+    pub latency: Latency,
+}
+
+/// What a contender's slices measured in one placement.
+#[derive(Clone, Debug)]
+pub struct Placed {
+    /// Slices.
+    pub slices: usize,
+    /// Items sent.
+    pub items: u64,
+    /// First send to last receive, summed over the slices (ticks).
+    pub span_ticks: u64,
+    /// Send stamp to receive stamp (ns).
+    pub latency: Latency,
 }
 
 impl Measured {
@@ -150,6 +210,8 @@ impl Measured {
             latency: Latency::new(),
             latency_from_intended: Latency::new(),
             runs: Vec::new(),
+            parts: Vec::new(),
+            open: None,
         }
     }
 
@@ -198,42 +260,115 @@ impl Measured {
     /// Adds one run. Items out of order or corrupted are an error (`who` names the
     /// contender), after the run has been recorded.
     pub fn add(&mut self, data: &Stamps, clock: &Clock, who: &str) -> Result<()> {
-        let freq = clock.calibration().freq_hz;
-        let mut lat = Latency::new();
-        let mut negative = 0;
-        let mut over = 0u64;
+        self.add_slices(&[(data, None)], clock, who)
+    }
+
+    /// Adds one run measured in slices, each with the cross-core round trips probed
+    /// around it (`None`: not probed): [`add_slice`](Self::add_slice) for each, then
+    /// [`end_run`](Self::end_run).
+    pub fn add_slices(
+        &mut self,
+        slices: &[(&Stamps, Option<Around>)],
+        clock: &Clock,
+        who: &str,
+    ) -> Result<()> {
+        for &(data, around) in slices {
+            self.add_slice(data, around, clock)?;
+        }
+        self.end_run(clock, who)
+    }
+
+    /// Adds one slice of the run in progress: its latencies to the run's and to the
+    /// [`LinkPart`] of the probes around it, its stalls, rates and spans to the run's
+    /// sums (the gaps between slices are left out).
+    pub fn add_slice(
+        &mut self,
+        data: &Stamps,
+        around: Option<Around>,
+        clock: &Clock,
+    ) -> Result<()> {
+        let stall_ticks = clock.ns_to_ticks(STALL_NS);
+        let mut part = Latency::new();
+        let acc = self.open.get_or_insert_with(RunAcc::default);
         let paced = data.schedule.is_paced();
         for (i, (&s, &r)) in data.send.iter().zip(&data.recv).enumerate() {
             if r < s {
-                negative += 1;
+                acc.negative += 1;
                 continue;
             }
             let ns = clock.ticks_to_ns(r - s);
-            over += u64::from(ns >= STALL_NS);
-            lat.record(ns);
+            acc.over += u64::from(ns >= STALL_NS);
+            part.record(ns);
             if paced {
                 let due = data.schedule.due(i as u64);
                 self.latency_from_intended
                     .record(clock.ticks_to_ns(r.saturating_sub(due)));
             }
         }
-        let stall_ticks = clock.ns_to_ticks(STALL_NS);
-        let (mut stalls, mut stall_ticks_sum) = (0u64, 0u64);
         for k in 1..data.recv.len() {
             // From the moment item k was both sent and the consumer free of item k-1
             // until the consumer stamped it.
             let ready = data.send[k].max(data.recv[k - 1]);
             let gap = data.recv[k].saturating_sub(ready);
             if gap >= stall_ticks {
-                stalls += 1;
-                stall_ticks_sum += gap;
+                acc.stalls += 1;
+                acc.stall_ticks += gap;
             }
         }
-        let achieved = pacer::achieved_rate(&data.send, freq);
+        if let (Some(&a), Some(&b)) = (data.send.first(), data.send.last()) {
+            if b > a {
+                acc.sent += data.send.len() as u64 - 1;
+                acc.send_span += b - a;
+            }
+        }
         let first = data.send.first().copied().unwrap_or(0);
         let last = data.recv.iter().copied().max().unwrap_or(0);
-        let throughput = if last > first {
-            data.send.len() as f64 * freq / (last - first) as f64
+        let span = last.saturating_sub(first);
+        acc.items += data.send.len() as u64;
+        acc.span += span;
+        acc.off_core += data.off_core;
+        acc.bad_items += data.bad_items;
+        acc.latency
+            .merge(&part)
+            .map_err(|e| Error::Run(format!("merging slices: {e}")))?;
+        if let Some(around) = around {
+            let bins = (link::bin(around.before_ns), link::bin(around.after_ns));
+            let i = match self.parts.iter().position(|p| p.bins == bins) {
+                Some(i) => i,
+                None => {
+                    self.parts.push(LinkPart {
+                        bins,
+                        slices: 0,
+                        items: 0,
+                        span_ticks: 0,
+                        latency: Latency::new(),
+                    });
+                    self.parts.len() - 1
+                }
+            };
+            let p = &mut self.parts[i];
+            p.slices += 1;
+            p.items += data.send.len() as u64;
+            p.span_ticks += span;
+            p.latency
+                .merge(&part)
+                .map_err(|e| Error::Run(format!("merging slices: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Closes the run in progress: one [`RunSummary`] over its slices (rates and
+    /// throughput over the slices' own spans), merged into the totals. Items out of
+    /// order or corrupted are an error (`who` names the contender), after the run has
+    /// been recorded. Nothing happens when no slice was added.
+    pub fn end_run(&mut self, clock: &Clock, who: &str) -> Result<()> {
+        let Some(acc) = self.open.take() else {
+            return Ok(());
+        };
+        let freq = clock.calibration().freq_hz;
+        let achieved = (acc.send_span > 0).then(|| acc.sent as f64 * freq / acc.send_span as f64);
+        let throughput = if acc.span > 0 {
+            acc.items as f64 * freq / acc.span as f64
         } else {
             0.0
         };
@@ -242,30 +377,65 @@ impl Measured {
             (Some(_), None) => true,
             (None, _) => false,
         };
+        let lat = &acc.latency;
         self.runs.push(RunSummary {
             achieved_rate_hz: achieved,
             throughput_items_per_s: throughput,
             below_target: below,
-            off_core_stamps: data.off_core,
-            bad_items: data.bad_items,
-            negative_latencies: negative,
+            off_core_stamps: acc.off_core,
+            bad_items: acc.bad_items,
+            negative_latencies: acc.negative,
             p50_ns: lat.value_at_quantile(0.5),
             p99_ns: lat.value_at_quantile(0.99),
             p999_ns: lat.value_at_quantile(0.999),
-            consumer_stalls: stalls,
-            consumer_stall_ns: clock.ticks_to_ns(stall_ticks_sum),
-            items_over_stall_ns: over,
+            consumer_stalls: acc.stalls,
+            consumer_stall_ns: clock.ticks_to_ns(acc.stall_ticks),
+            items_over_stall_ns: acc.over,
         });
         self.latency
-            .merge(&lat)
+            .merge(lat)
             .map_err(|e| Error::Run(format!("merging runs: {e}")))?;
-        if data.bad_items > 0 {
+        if acc.bad_items > 0 {
             return Err(Error::Run(format!(
                 "{who}: {} items arrived out of order or corrupted",
-                data.bad_items
+                acc.bad_items
             )));
         }
         Ok(())
+    }
+
+    /// What the slices of placement `class` of `classes` measured, merged; `None` when
+    /// no slice of these runs falls in it.
+    pub fn in_class(&self, classes: &Classes, class: usize) -> Option<Placed> {
+        let mut out = Placed {
+            slices: 0,
+            items: 0,
+            span_ticks: 0,
+            latency: Latency::new(),
+        };
+        for p in &self.parts {
+            if classes.of_bins(p.bins.0, p.bins.1) == Some(class) {
+                out.slices += p.slices;
+                out.items += p.items;
+                out.span_ticks += p.span_ticks;
+                // Both histograms count nanoseconds: merging cannot fail.
+                let _ = out.latency.merge(&p.latency);
+            }
+        }
+        (out.slices > 0).then_some(out)
+    }
+
+    /// Slices probed around, and those whose two probes fell in no one class of
+    /// `classes` (the placement moved, or a probe was caught by an interruption).
+    pub fn slices_unplaced(&self, classes: &Classes) -> (usize, usize) {
+        let all = self.parts.iter().map(|p| p.slices).sum();
+        let off = self
+            .parts
+            .iter()
+            .filter(|p| classes.of_bins(p.bins.0, p.bins.1).is_none())
+            .map(|p| p.slices)
+            .sum();
+        (all, off)
     }
 
     /// What a reader should know about these runs: rate shortfalls, stamps off core,

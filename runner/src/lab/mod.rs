@@ -17,6 +17,7 @@ pub mod noise;
 pub mod paced;
 pub mod pacer;
 pub mod pin;
+pub mod placed;
 pub mod report;
 pub mod results;
 pub mod rotate;

@@ -191,6 +191,7 @@ fn document(s: &mut String, r: &Value) {
         let _ = writeln!(s, "Placement: {}.", note.trim_end_matches('.'));
     }
     noise(s, &env["noise"]);
+    placements(s, &r["placements"]);
     s.push('\n');
     let _ = writeln!(s, "### Claims\n");
     let _ = writeln!(s, "| verdict | claim | where | document | here | why |");
@@ -227,7 +228,7 @@ fn document(s: &mut String, r: &Value) {
                     .join(", ")
             })
             .unwrap_or_default();
-        let _ = writeln!(s, "* {label}: {figures}");
+        let _ = writeln!(s, "* {label}: {figures}{}", by_placement(&v["placements"]));
     }
     s.push('\n');
     let charts: Vec<&str> = r["charts"]
@@ -241,6 +242,54 @@ fn document(s: &mut String, r: &Value) {
         }
         s.push('\n');
     }
+}
+
+/// The placements of the two measured cores that the probes between slices found
+/// (`lab::placed`), if the experiment probed.
+fn placements(s: &mut String, p: &Value) {
+    let Some(classes) = p["classes"].as_array() else {
+        return;
+    };
+    let list = classes
+        .iter()
+        .map(|c| format!("{} ({} probes)", str_of(&c["placement"]), num(&c["probes"])))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(
+        s,
+        "Placements of the two measured cores ({}): {list}; {} of {} probes in none. Comparative claims are judged within one placement.",
+        str_of(&p["probe"]),
+        num(&p["probes_in_no_class"]),
+        num(&p["probes"]),
+    );
+}
+
+/// A contender's p50 per placement, as a suffix of its line ("" without placements).
+fn by_placement(p: &Value) -> String {
+    let Some(list) = p["by_placement"].as_array() else {
+        return String::new();
+    };
+    let parts: Vec<String> = list
+        .iter()
+        .map(|x| {
+            format!(
+                "{} apart: p50 {} ns, p99 {} ns ({} slices)",
+                str_of(&x["placement"]),
+                num(&x["p50_ns"]),
+                num(&x["p99_ns"]),
+                num(&x["slices"])
+            )
+        })
+        .collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; by placement: {}; {} of {} slices moved",
+        parts.join("; "),
+        num(&p["slices_in_no_placement"]),
+        num(&p["slices"])
+    )
 }
 
 /// A table cell: one line, pipes escaped.

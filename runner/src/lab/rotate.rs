@@ -43,24 +43,45 @@ pub fn contenders(
 }
 
 /// Cells measured together: each of `runs` runs measures every cell of `cells`
-/// (indices into the experiment's cells) once, in order. The cells of one offered load
-/// form a group, so that its contenders alternate run by run.
+/// (indices into the experiment's cells) in `slices` slices, one slice of each cell in
+/// turn. The cells of one offered load form a group, so that its contenders alternate
+/// slice by slice and see the same moments of the machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Group {
     /// The cells, by index.
     pub cells: Vec<usize>,
     /// Runs of each.
     pub runs: usize,
+    /// Slices of each run (1: each run in one piece).
+    pub slices: usize,
+}
+
+/// Where a measurement step stands in its group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// The run, from 0.
+    pub run: usize,
+    /// The slice of the run, from 0.
+    pub slice: usize,
+    /// Slices per run.
+    pub slices: usize,
+}
+
+impl Step {
+    /// Whether this step ends its run.
+    pub fn ends_run(&self) -> bool {
+        self.slice + 1 == self.slices
+    }
 }
 
 /// Splits `cells` into [`Group`]s of consecutive cells with equal `key`, keeping only
-/// the `runnable` ones, each group run `runs(first cell)` times.
+/// the `runnable` ones, each group run `runs(first cell)` times, in one slice.
 ///
 /// ```
 /// use runner::lab::rotate::{group_by, Group};
 /// let cells = [(1, true), (1, false), (1, true), (2, true)];
 /// let g = group_by(&cells, |c| c.0, |c| c.1, |c| c.0 * 10);
-/// assert_eq!(g, [Group { cells: vec![0, 2], runs: 10 }, Group { cells: vec![3], runs: 20 }]);
+/// assert_eq!(g, [Group { cells: vec![0, 2], runs: 10, slices: 1 }, Group { cells: vec![3], runs: 20, slices: 1 }]);
 /// ```
 pub fn group_by<C, K: PartialEq>(
     cells: &[C],
@@ -76,6 +97,7 @@ pub fn group_by<C, K: PartialEq>(
             groups.push(Group {
                 cells: Vec::new(),
                 runs: runs(c),
+                slices: 1,
             });
             last = Some(k);
         }
@@ -89,27 +111,34 @@ pub fn group_by<C, K: PartialEq>(
     groups
 }
 
-/// Measures every [`Group`]: for each of its runs, each of its cells in order. Sets
-/// `bar`'s length to the steps planned; before each step stops with `Interrupted` on
-/// Ctrl-C and names the step (`label`); after it checks for Ctrl-C again (a
-/// measurement cut short is not kept) and advances `bar`. Clears `bar` at the end.
+/// Measures every [`Group`]: for each of its runs and each slice of the run, each of
+/// its cells in order. Sets `bar`'s length to the steps planned; before each step
+/// stops with `Interrupted` on Ctrl-C and names the step (`label`); after it checks for
+/// Ctrl-C again (a measurement cut short is not kept) and advances `bar`. Clears `bar`
+/// at the end.
 pub fn groups<C>(
     bar: &indicatif::ProgressBar,
     cells: &mut [C],
     groups: &[Group],
     label: impl Fn(&C) -> String,
-    mut measure: impl FnMut(&mut C) -> Result<()>,
+    mut measure: impl FnMut(&mut C, Step) -> Result<()>,
 ) -> Result<()> {
-    let steps: usize = groups.iter().map(|g| g.cells.len() * g.runs).sum();
+    let steps: usize = groups
+        .iter()
+        .map(|g| g.cells.len() * g.runs * g.slices.max(1))
+        .sum();
     bar.set_length(steps as u64);
     for g in groups {
-        for _run in 0..g.runs {
-            for &i in &g.cells {
-                stop::check()?;
-                bar.set_message(label(&cells[i]));
-                measure(&mut cells[i])?;
-                stop::check()?;
-                bar.inc(1);
+        let slices = g.slices.max(1);
+        for run in 0..g.runs {
+            for slice in 0..slices {
+                for &i in &g.cells {
+                    stop::check()?;
+                    bar.set_message(label(&cells[i]));
+                    measure(&mut cells[i], Step { run, slice, slices })?;
+                    stop::check()?;
+                    bar.inc(1);
+                }
             }
         }
     }
@@ -156,10 +185,12 @@ mod tests {
             Group {
                 cells: vec![0, 2],
                 runs: 3,
+                slices: 1,
             },
             Group {
                 cells: vec![3],
                 runs: 1,
+                slices: 1,
             },
         ];
         groups(
@@ -167,7 +198,7 @@ mod tests {
             &mut cells,
             &plan,
             |_| String::new(),
-            |c| {
+            |c, _| {
                 *c += 1;
                 Ok(())
             },
@@ -183,7 +214,7 @@ mod tests {
             &mut cells,
             &plan,
             |_| String::new(),
-            |c| {
+            |c, _| {
                 k += 1;
                 *c = k;
                 seen.push(k);
@@ -193,6 +224,55 @@ mod tests {
         .unwrap();
         assert_eq!(cells, [5, 0, 6, 7]);
         assert_eq!(seen.len(), 7);
+    }
+
+    #[test]
+    fn slices_alternate_within_each_run() {
+        let bar = indicatif::ProgressBar::hidden();
+        let mut cells = vec![Vec::new(); 2];
+        let plan = [Group {
+            cells: vec![0, 1],
+            runs: 2,
+            slices: 3,
+        }];
+        let mut order = Vec::new();
+        groups(
+            &bar,
+            &mut cells,
+            &plan,
+            |_| String::new(),
+            |c, step| {
+                c.push(step);
+                order.push((step.run, step.slice, c.len()));
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(bar.position(), 12);
+        for c in &cells {
+            let ends: Vec<usize> = c.iter().filter(|s| s.ends_run()).map(|s| s.run).collect();
+            assert_eq!(ends, [0, 1]);
+            assert_eq!(c.len(), 6);
+        }
+        // Slice k of the first cell, then slice k of the second, then slice k + 1.
+        let steps: Vec<(usize, usize)> = order.iter().map(|o| (o.0, o.1)).collect();
+        assert_eq!(
+            steps,
+            [
+                (0, 0),
+                (0, 0),
+                (0, 1),
+                (0, 1),
+                (0, 2),
+                (0, 2),
+                (1, 0),
+                (1, 0),
+                (1, 1),
+                (1, 1),
+                (1, 2),
+                (1, 2)
+            ]
+        );
     }
 
     #[test]

@@ -153,7 +153,7 @@ pub fn execute(
         format!("{} {}{bg}", c.mode.name(), c.variant.name())
     };
     let timer = clock.timer();
-    rotate::groups(progress, &mut out.cells, &plan, label, |cell| {
+    rotate::groups(progress, &mut out.cells, &plan, label, |cell, _| {
         let spec = RunSpec {
             items: cfg.items,
             capacity: cfg.capacity,

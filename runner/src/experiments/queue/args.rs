@@ -33,6 +33,11 @@ pub struct QueueArgs {
     /// Sweep: seconds of offered load per point and run (caps --items at low rates)
     #[arg(long, default_value = "0.2", allow_hyphen_values = true, value_parser = flags::num_value)]
     pub sweep_seconds: f64,
+    /// Slices per run: the variants alternate slice by slice, and the round trip between
+    /// the two cores is probed between slices to tag each with the host's placement
+    /// (paced slices keep at least 1000 items, unpaced ones 100000)
+    #[arg(long, default_value = "50", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub slices: usize,
 }
 
 /// Validates `runner queue` arguments against the machine. Every error is one line.
@@ -56,6 +61,7 @@ pub fn config(a: &QueueArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
             a.sweep_seconds
         )));
     }
+    let slices = flags::count_in("slices", a.slices, 1, 1 << 20, "slice")?;
     let placement = flags::pair(pin, topo)?;
     let modes = a.modes.chosen(&[Mode::Headline]);
     Ok((
@@ -67,6 +73,7 @@ pub fn config(a: &QueueArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
             modes,
             sweep_seconds,
             sweep_min_items: 20_000.min(items),
+            slices,
         },
         placement,
     ))
@@ -90,7 +97,14 @@ pub struct Settings {
     pub sweep_seconds: f64,
     /// Sweep: fewest items per point and run.
     pub sweep_min_items: usize,
+    /// Most slices per run.
+    pub slices: usize,
 }
+
+/// Fewest items in a paced slice.
+pub const MIN_PACED_SLICE: usize = 1_000;
+/// Fewest items in an unpaced slice: enough that the ring's start is a small part of it.
+pub const MIN_UNPACED_SLICE: usize = 100_000;
 
 /// The validated configuration: the common flags, the placement and these settings.
 pub type Config = Setup<Settings>;
@@ -105,6 +119,17 @@ impl Config {
     pub fn sweep_items(&self, rate: f64) -> usize {
         let by_time = (rate * self.sweep_seconds) as usize;
         self.items.min(by_time.max(self.sweep_min_items))
+    }
+
+    /// Slices of a run of `items` items: `--slices`, fewer where a slice would hold
+    /// fewer than [`MIN_PACED_SLICE`] items ([`MIN_UNPACED_SLICE`] unpaced), at least 1.
+    pub fn slices_of(&self, items: usize, paced: bool) -> usize {
+        let least = if paced {
+            MIN_PACED_SLICE
+        } else {
+            MIN_UNPACED_SLICE
+        };
+        self.slices.min(items / least).max(1)
     }
 }
 
@@ -169,6 +194,7 @@ mod tests {
                 (&["--variants", "foo"], "unknown variant \"foo\""),
                 (&["--variants", "rtrb,rtrb"], "named twice"),
                 (&["--sweep-seconds", "0"], "above 0"),
+                (&["--slices", "0"], "at least 1 slice"),
                 (&["--noise-seconds", "61"], "0 (no probe) to 60"),
                 (&["--out", "/proc/x"], "--out /proc/x: cannot create files"),
             ],
@@ -183,5 +209,21 @@ mod tests {
         assert_eq!(c.sweep_items(5e7), 1_000_000);
         let c = config_of(&["--items", "500", "--sweep-seconds", "0.001"]).unwrap();
         assert_eq!(c.sweep_items(1e5), 500);
+    }
+
+    #[test]
+    fn slices_keep_enough_items() {
+        let c = config_of(&[]).unwrap();
+        assert_eq!(c.slices, 50);
+        assert_eq!(c.slices_of(1_000_000, true), 50);
+        assert_eq!(c.slices_of(20_000, true), 20);
+        assert_eq!(c.slices_of(1_000_000, false), 10);
+        assert_eq!(c.slices_of(500, true), 1);
+        assert_eq!(
+            config_of(&["--slices", "1"])
+                .unwrap()
+                .slices_of(1_000_000, true),
+            1
+        );
     }
 }

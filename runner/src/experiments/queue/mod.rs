@@ -15,6 +15,8 @@ pub use report::Outcome;
 use crate::lab::error::Result;
 use crate::lab::experiment::{AllFlags, AllRun, Experiment};
 use crate::lab::fmt;
+use crate::lab::harness;
+use crate::lab::measure::Around;
 pub use crate::lab::measure::Mode;
 use crate::lab::paced;
 use crate::lab::pin::Placement;
@@ -23,6 +25,7 @@ use crate::lab::schema::Document;
 use crate::lab::session::Session;
 use crate::lab::stop;
 use crate::lab::topology::Topology;
+use handoff_clock::link::Classes;
 use handoff_clock::Clock;
 use work::{run_once, RunSpec, Variant};
 
@@ -98,8 +101,10 @@ impl paced::Named for Variant {
     }
 }
 
-/// Runs every requested mode: one cell per (mode, offered rate, variant); the cells of
-/// one offered rate alternate run by run (`lab::rotate::groups`).
+/// Runs every requested mode: one cell per (mode, offered rate, variant). The cells of
+/// one offered rate alternate slice by slice (`lab::rotate::groups`), and the round trip
+/// between the two cores is probed between consecutive slices, so that each slice is
+/// tagged with the host's placement of the cores (`lab::placed`).
 pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -> Result<Outcome> {
     let mut out = Outcome::default();
     for &mode in &cfg.modes {
@@ -120,12 +125,16 @@ pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -
             }
         }
     }
-    let plan = rotate::group_by(
+    let mut plan = rotate::group_by(
         &out.cells,
         |c| (c.mode, c.offered_hz.map(f64::to_bits)),
         |c| c.unavailable.is_none(),
         |_| cfg.run.runs,
     );
+    for g in &mut plan {
+        let first = &out.cells[g.cells[0]];
+        g.slices = cfg.slices_of(first.items, first.offered_hz.is_some());
+    }
     let label = |c: &Cell| {
         let at = c.offered_hz.map(|r| format!(" @ {}", fmt::rate(r)));
         format!(
@@ -135,19 +144,39 @@ pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -
             at.unwrap_or_default()
         )
     };
-    rotate::groups(progress, &mut out.cells, &plan, label, |cell| {
+    let (producer, consumer) = (cfg.placement.producer(), cfg.placement.consumer());
+    let timer = clock.timer();
+    let probe = || harness::link_probe(timer, stop::flag(), producer, consumer);
+    let mut last = probe()?;
+    let mut probes: Vec<f64> = last.into_iter().collect();
+    rotate::groups(progress, &mut out.cells, &plan, label, |cell, step| {
+        let items = cell.items / step.slices + usize::from(step.slice < cell.items % step.slices);
         let spec = RunSpec {
-            items: cell.items,
+            items,
             capacity: cfg.capacity,
             rate_hz: cell.offered_hz,
-            timer: clock.timer(),
-            producer_cpu: cfg.placement.producer(),
-            consumer_cpu: cfg.placement.consumer(),
+            timer,
+            producer_cpu: producer,
+            consumer_cpu: consumer,
             stop: stop::flag(),
         };
         let data = run_once(cell.variant, &spec)?;
         stop::check()?;
-        cell.measured.add(&data, clock, cell.variant.name())
+        let after = probe()?;
+        probes.extend(after);
+        let around = last.zip(after).map(|(before_ns, after_ns)| Around {
+            before_ns,
+            after_ns,
+        });
+        last = after;
+        cell.measured.add_slice(&data, around, clock)?;
+        if step.ends_run() {
+            cell.measured.end_run(clock, cell.variant.name())?;
+        }
+        Ok(())
     })?;
+    out.classes = Classes::of(&probes);
+    out.probes = probes.len();
+    out.freq_hz = clock.calibration().freq_hz;
     Ok(out)
 }

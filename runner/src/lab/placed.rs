@@ -1,0 +1,332 @@
+//! Measurements tagged with the host's placement of the two measured cores.
+//!
+//! On a VM the host moves the vCPUs between physical placements (one core, one cache,
+//! further) many times a second, and every cross-core latency moves with it. The paced
+//! experiments measure each run in short slices, alternate the contenders slice by
+//! slice, and probe the round trip between the two cores before and after each slice
+//! ([`harness::link_probe`](super::harness::link_probe)). After the runs, the probes
+//! fall into classes ([`Classes`], one per placement seen); a slice whose two probes
+//! fall in one class belongs to that placement. Each contender's figures are then kept
+//! per placement ([`placements_json`], [`table`]), and a comparative claim is judged
+//! within one placement ([`compare`]).
+
+use super::claims::{holds, Verdict};
+use super::fmt;
+use super::measure::{Measured, Placed};
+use handoff_clock::link::Classes;
+use handoff_stats::Latency;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+
+/// A contender's placement counts in a comparison when at least this share of its
+/// probed slices ran in it.
+pub const MIN_SHARE: f64 = 0.1;
+
+/// Share of a contender's probed slices that ran in placement `class`.
+fn share(m: &Measured, classes: &Classes, class: usize) -> f64 {
+    let (all, _) = m.slices_unplaced(classes);
+    let here = m.in_class(classes, class).map_or(0, |p| p.slices);
+    if all == 0 {
+        0.0
+    } else {
+        here as f64 / all as f64
+    }
+}
+
+/// The classes as the results' `placements` field: each with its label, median round
+/// trip and probe count, and how many probes fell in none.
+pub fn classes_json(classes: &Classes, probes: usize) -> Value {
+    let placed: usize = classes.list.iter().map(|c| c.probes).sum();
+    json!({
+        "probe": "median round trip of a cache line between the producer's and the consumer's core, 256 trips, before and after every slice",
+        "classes": classes.list.iter().map(|c| json!({
+            "placement": c.label(),
+            "round_trip_ns": c.median_ns,
+            "probes": c.probes,
+        })).collect::<Vec<_>>(),
+        "probes": probes,
+        "probes_in_no_class": probes - placed.min(probes),
+    })
+}
+
+/// A contender's figures per placement, for its `variants[]` entry: slices, items,
+/// share of its probed slices, p50 / p99 / p99.9 and throughput over the slices' spans.
+pub fn placements_json(m: &Measured, classes: &Classes, freq_hz: f64) -> Value {
+    let (all, unplaced) = m.slices_unplaced(classes);
+    let list: Vec<Value> = classes
+        .list
+        .iter()
+        .enumerate()
+        .filter_map(|(k, c)| {
+            let p = m.in_class(classes, k)?;
+            let q = p.latency.percentiles();
+            Some(json!({
+                "placement": c.label(),
+                "slices": p.slices,
+                "share_of_slices": p.slices as f64 / all.max(1) as f64,
+                "items": p.items,
+                "p50_ns": q.p50,
+                "p99_ns": q.p99,
+                "p99.9_ns": q.p999,
+                "throughput_items_per_s": throughput(&p, freq_hz),
+            }))
+        })
+        .collect();
+    json!({ "slices": all, "slices_in_no_placement": unplaced, "by_placement": list })
+}
+
+/// Items over the slices' own spans (items/s).
+pub fn throughput(p: &Placed, freq_hz: f64) -> Option<f64> {
+    (p.span_ticks > 0).then(|| p.items as f64 * freq_hz / p.span_ticks as f64)
+}
+
+/// The table of contenders by placement: p50 (slices) per placement, `-` where a
+/// contender never ran in it. Empty when the run has fewer than one class.
+pub fn table<'a>(
+    title: &str,
+    classes: &Classes,
+    rows: impl IntoIterator<Item = (&'a str, &'a Measured)>,
+) -> String {
+    if classes.list.is_empty() {
+        return String::new();
+    }
+    let mut s = format!("{title}\n  {:<18}", "");
+    for c in &classes.list {
+        let _ = write!(s, " {:>22}", format!("{} apart", c.label()));
+    }
+    let _ = writeln!(s, " {:>10}", "moved");
+    for (name, m) in rows {
+        let _ = write!(s, "  {name:<18}");
+        for k in 0..classes.list.len() {
+            let cell = match m.in_class(classes, k) {
+                Some(p) => format!(
+                    "p50 {} ({} sl.)",
+                    fmt::ns(p.latency.value_at_quantile(0.5) as f64),
+                    p.slices
+                ),
+                None => "-".into(),
+            };
+            let _ = write!(s, " {cell:>22}");
+        }
+        let (all, off) = m.slices_unplaced(classes);
+        let _ = writeln!(s, " {:>10}", format!("{off}/{all}"));
+    }
+    s
+}
+
+/// The placement in which to compare `a` and `b`: among those holding at least
+/// [`MIN_SHARE`] of each one's slices, the one where the fewer of their two slice counts
+/// is largest.
+pub fn common(a: &Measured, b: &Measured, classes: &Classes) -> Option<usize> {
+    (0..classes.list.len())
+        .filter(|&k| share(a, classes, k) >= MIN_SHARE && share(b, classes, k) >= MIN_SHARE)
+        .max_by_key(|&k| {
+            let n = |m: &Measured| m.in_class(classes, k).map_or(0, |p| p.slices);
+            (n(a).min(n(b)), std::cmp::Reverse(k))
+        })
+}
+
+/// A comparative latency claim judged within one placement: `rule(a, b)` on the
+/// `q` quantiles of contenders `a` and `b`, in the placement [`common`] picks. Returns
+/// what we measured (that placement's figures, every other placement's, and the merged
+/// figures) and the verdict with its reason. Without placement data (no probes, or no
+/// placement shared by both), the merged histograms decide and the reason says so.
+pub fn compare(
+    classes: &Classes,
+    (an, a): (&str, &Measured),
+    (bn, b): (&str, &Measured),
+    q: f64,
+    rule: impl Fn(f64, f64) -> bool,
+    rule_text: &str,
+) -> (String, (Verdict, String)) {
+    let at = |l: &Latency| l.value_at_quantile(q) as f64;
+    let pair = |x: f64, y: f64| {
+        format!(
+            "{an} {} vs {bn} {} ({:+.0}%)",
+            fmt::ns(x),
+            fmt::ns(y),
+            (x / y - 1.0) * 100.0
+        )
+    };
+    let merged = pair(at(&a.latency), at(&b.latency));
+    let Some(k) = common(a, b, classes) else {
+        let why = if classes.list.is_empty() {
+            "no placement probes (one core, or unsliced runs)".to_string()
+        } else {
+            format!(
+                "no placement held {:.0}% of both contenders' slices",
+                MIN_SHARE * 100.0
+            )
+        };
+        let (v, r) = holds(
+            rule(at(&a.latency), at(&b.latency)),
+            format!("{rule_text}, merged histograms: {why}"),
+        );
+        return (merged, (v, r));
+    };
+    let mut others = Vec::new();
+    let mut disagree = Vec::new();
+    let verdict_in = |p: &Placed, r: &Placed| rule(at(&p.latency), at(&r.latency));
+    let (pa, pb) = (
+        a.in_class(classes, k).expect("common placement"),
+        b.in_class(classes, k).expect("common placement"),
+    );
+    let judged = verdict_in(&pa, &pb);
+    for (j, c) in classes.list.iter().enumerate() {
+        if j == k {
+            continue;
+        }
+        if let (Some(x), Some(y)) = (a.in_class(classes, j), b.in_class(classes, j)) {
+            others.push(format!(
+                "{} apart ({} and {} slices): {}",
+                c.label(),
+                x.slices,
+                y.slices,
+                pair(at(&x.latency), at(&y.latency))
+            ));
+            if share(a, classes, j) >= MIN_SHARE
+                && share(b, classes, j) >= MIN_SHARE
+                && verdict_in(&x, &y) != judged
+            {
+                disagree.push(c.label());
+            }
+        }
+    }
+    let label = classes.list[k].label();
+    let mut ours = format!(
+        "cores {label} apart (round trip; {} and {} slices): {}",
+        pa.slices,
+        pb.slices,
+        pair(at(&pa.latency), at(&pb.latency))
+    );
+    for o in &others {
+        let _ = write!(ours, "; {o}");
+    }
+    let _ = write!(ours, "; all slices: {merged}");
+    let mut reason = format!(
+        "{rule_text}, judged within one placement of the two cores: the {label} round trip, where both ran most"
+    );
+    if !disagree.is_empty() {
+        let _ = write!(
+            reason,
+            "; the relation goes the other way with the cores {} apart",
+            disagree.join(", ")
+        );
+    }
+    (ours, holds(judged, reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::measure::{Around, Stamps};
+    use crate::lab::pacer::Schedule;
+    use handoff_clock::{Clock, Source, Timer};
+
+    /// One slice of `n` items each taking `ns` (a 1 GHz clock: ticks are ns).
+    fn slice(n: usize, ns: u64) -> Stamps {
+        let timer = Timer::with_frequency(Source::Tsc, 1e9);
+        let send: Vec<u64> = (0..n as u64).map(|i| 1_000 + i * 1_000).collect();
+        let recv = send.iter().map(|s| s + ns).collect();
+        Stamps {
+            schedule: Schedule::new(1_000, Some(1e6), timer),
+            send,
+            recv,
+            off_core: 0,
+            bad_items: 0,
+        }
+    }
+
+    /// A contender measured in slices: (round trip, its latency, slices).
+    fn measured(parts: &[(f64, u64, usize)]) -> Measured {
+        let clock = Clock::monotonic();
+        let mut m = Measured::new(Some(1e6), 100);
+        for &(rtt, ns, n) in parts {
+            for _ in 0..n {
+                let around = Around {
+                    before_ns: rtt,
+                    after_ns: rtt,
+                };
+                m.add_slice(&slice(100, ns), Some(around), &clock).unwrap();
+            }
+        }
+        m.end_run(&clock, "x").unwrap();
+        m
+    }
+
+    fn classes(ms: &[&Measured]) -> Classes {
+        let mut probes = Vec::new();
+        for m in ms {
+            for p in &m.parts {
+                for _ in 0..p.slices {
+                    probes.push(1.1f64.powi(p.bins.0) * 1.05);
+                }
+            }
+        }
+        Classes::of(&probes)
+    }
+
+    #[test]
+    fn a_claim_is_judged_where_both_ran_most_and_the_other_placement_is_shown() {
+        // Near: a 60 vs b 100. Far: a 500 vs b 400. Mostly near.
+        let a = measured(&[(100.0, 60, 30), (600.0, 500, 10)]);
+        let b = measured(&[(100.0, 100, 28), (600.0, 400, 12)]);
+        let c = classes(&[&a, &b]);
+        assert_eq!(c.list.len(), 2);
+        assert_eq!(common(&a, &b, &c), Some(0));
+        let (ours, (v, reason)) = compare(&c, ("a", &a), ("b", &b), 0.5, |x, y| x < y, "a < b");
+        assert_eq!(v, Verdict::Holds, "{ours} / {reason}");
+        assert!(ours.contains("a 60 ns vs b 100 ns"), "{ours}");
+        assert!(ours.contains("a 500 ns vs b 400 ns"), "{ours}");
+        assert!(reason.contains("other way"), "{reason}");
+        // Mostly far: the same data judged there fails.
+        let a = measured(&[(100.0, 60, 5), (600.0, 500, 35)]);
+        let b = measured(&[(100.0, 100, 5), (600.0, 400, 35)]);
+        let c = classes(&[&a, &b]);
+        let (_, (v, _)) = compare(&c, ("a", &a), ("b", &b), 0.5, |x, y| x < y, "a < b");
+        assert_eq!(v, Verdict::Fails);
+    }
+
+    #[test]
+    fn a_mixed_merge_does_not_decide_when_one_placement_does() {
+        // Merged, a looks slower (it ran far more often); within each placement it is
+        // faster.
+        let a = measured(&[(100.0, 60, 15), (600.0, 390, 25)]);
+        let b = measured(&[(100.0, 70, 25), (600.0, 400, 15)]);
+        let c = classes(&[&a, &b]);
+        assert!(a.latency.value_at_quantile(0.5) > b.latency.value_at_quantile(0.5));
+        let (_, (v, reason)) = compare(&c, ("a", &a), ("b", &b), 0.5, |x, y| x < y, "a < b");
+        assert_eq!(v, Verdict::Holds, "{reason}");
+        assert!(!reason.contains("other way"), "{reason}");
+    }
+
+    #[test]
+    fn without_probes_the_merged_histograms_decide_and_say_so() {
+        let clock = Clock::monotonic();
+        let mut a = Measured::new(Some(1e6), 100);
+        a.add(&slice(100, 50), &clock, "a").unwrap();
+        let mut b = Measured::new(Some(1e6), 100);
+        b.add(&slice(100, 80), &clock, "b").unwrap();
+        let c = Classes::default();
+        let (ours, (v, reason)) = compare(&c, ("a", &a), ("b", &b), 0.5, |x, y| x < y, "a < b");
+        assert_eq!(v, Verdict::Holds);
+        assert!(reason.contains("no placement probes"), "{reason}");
+        assert!(ours.contains("a 50 ns vs b 80 ns"), "{ours}");
+        assert!(table("t", &c, [("a", &a)]).is_empty());
+    }
+
+    #[test]
+    fn figures_per_placement_add_up() {
+        let a = measured(&[(100.0, 60, 30), (600.0, 500, 10), (300.0, 900, 1)]);
+        let c = classes(&[&a]);
+        let j = placements_json(&a, &c, 1e9);
+        assert_eq!(j["slices"], 41);
+        let list = j["by_placement"].as_array().unwrap();
+        assert_eq!(list.len(), c.list.len());
+        let sum: u64 = list.iter().map(|p| p["slices"].as_u64().unwrap()).sum();
+        assert_eq!(sum + j["slices_in_no_placement"].as_u64().unwrap(), 41);
+        assert_eq!(list[0]["p50_ns"], 60);
+        let t = table("by placement", &c, [("a", &a)]);
+        assert!(t.contains("p50 60 ns (30 sl.)"), "{t}");
+    }
+}
