@@ -135,8 +135,36 @@ pub fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// The round trip (ns) of a cache line between the two bench cores
+/// ([`handoff_clock::link`]), 256 trips from two threads pinned there; `None` when the
+/// bench runs unpinned.
+pub fn link_probe() -> Option<f64> {
+    static TIMER: OnceLock<handoff_clock::Timer> = OnceLock::new();
+    let (a, b) = cores()?;
+    let timer = *TIMER.get_or_init(|| handoff_clock::Clock::quick().timer());
+    let link = handoff_clock::link::Link::new();
+    std::thread::scope(|s| {
+        let l = &link;
+        s.spawn(move || {
+            pin(Some(b));
+            l.pong(256);
+        });
+        let ping = s.spawn(move || {
+            pin(Some(a));
+            l.ping(timer, 256)
+        });
+        ping.join().ok()
+    })
+}
+
 /// Runs `a` and `b` alternately (`a` first in even pairs, `b` first in odd ones) and
 /// prints each one's median rate and the median of the per-pair ratios `a / b`.
+///
+/// The round trip between the two cores is probed before and after every pair
+/// ([`link_probe`]); a pair belongs to the placement of the cores both its probes fall
+/// in ([`handoff_clock::link::Classes`]). Where the host moved the cores between
+/// placements during the section, the median ratio is printed for each placement
+/// too, and pairs whose probes disagree are counted as moved.
 pub fn paired(
     label: &str,
     unit: &str,
@@ -155,6 +183,7 @@ pub fn paired(
         }
     };
     let (mut ra, mut rb, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    let mut probes = vec![link_probe()];
     for i in 0..pairs {
         let (x, y) = if i % 2 == 0 {
             let x = rate(a.1);
@@ -163,6 +192,7 @@ pub fn paired(
             let y = rate(b.1);
             (rate(a.1), y)
         };
+        probes.push(link_probe());
         ra.push(x);
         rb.push(y);
         ratio.push(if per_item_ns { y / x } else { x / y });
@@ -180,5 +210,36 @@ pub fn paired(
         median(&mut rb),
         a.0,
         median(&mut ratio),
+    );
+    by_placement(&probes, &ratio);
+}
+
+/// The per-placement line(s) under a paired result: `probes[i]` and `probes[i + 1]`
+/// are the round trips around pair `i`.
+fn by_placement(probes: &[Option<f64>], ratio: &[f64]) {
+    let all: Vec<f64> = probes.iter().flatten().copied().collect();
+    if all.len() != probes.len() {
+        return; // unpinned: nothing to tag
+    }
+    let classes = handoff_clock::link::Classes::of(&all);
+    let mut per: Vec<Vec<f64>> = vec![Vec::new(); classes.list.len()];
+    let mut moved = 0;
+    for (i, &r) in ratio.iter().enumerate() {
+        match classes.of_slice(all[i], all[i + 1]) {
+            Some(k) => per[k].push(r),
+            None => moved += 1,
+        }
+    }
+    let parts: Vec<String> = classes
+        .list
+        .iter()
+        .zip(&mut per)
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(c, v)| format!("{} apart: {:.2}x ({} pairs)", c.label(), median(v), v.len()))
+        .collect();
+    println!(
+        "{:<28} cores by placement (round trip probed around each pair): {}; {moved} pairs moved",
+        "",
+        parts.join("; ")
     );
 }
