@@ -122,7 +122,7 @@ impl Config {
     }
 
     /// Slices of a run of `items` items: `--slices`, fewer where a slice would hold
-    /// fewer than [`MIN_PACED_SLICE`] items ([`MIN_UNPACED_SLICE`] unpaced), at least 1.
+    /// fewer than `MIN_PACED_SLICE` items (`MIN_UNPACED_SLICE` unpaced), at least 1.
     pub fn slices_of(&self, items: usize, paced: bool) -> usize {
         let least = if paced {
             MIN_PACED_SLICE
