@@ -1,6 +1,6 @@
 //! The reproduction commands: `runner all` (every experiment into one folder per
-//! machine, then `REPORT.md`), `runner report DIR` (the report again, from the JSON
-//! alone) and `runner compare DIR_A DIR_B`.
+//! machine, then `REPORT.md`), `runner report DIR` (the report and the charts again,
+//! from the JSON alone) and `runner compare DIR_A DIR_B`.
 
 use crate::experiments::REGISTRY;
 use crate::lab::env::this_machine_tag;
@@ -46,7 +46,7 @@ pub fn commands() -> [Command; 3] {
                 .help("The documents' own sizes (the allocator test's 1.3 GB working set)"),
         );
     let report = Command::new("report")
-        .about("Writes REPORT.md again from the results JSON of a folder (byte for byte what runner all wrote)")
+        .about("Writes REPORT.md and every chart again from the results JSON of a folder (byte for byte what runner all wrote)")
         .arg(
             Arg::new("dir")
                 .required(true)
@@ -254,10 +254,17 @@ pub fn report(sub: &ArgMatches) -> Result<()> {
         .get_one::<PathBuf>("dir")
         .ok_or_else(|| Error::Usage("name a folder".into()))?;
     let results = report::load(dir)?;
+    let charts = report::charts(&results)?;
     let path = dir.join(report::REPORT);
     write_atomic(&path, report::render(&results).as_bytes())
         .map_err(|e| Error::Output(format!("writing {}: {e}", path.display())))?;
     println!("wrote {}", path.display());
+    for (file, svg) in charts {
+        let path = dir.join(file);
+        write_atomic(&path, svg.as_bytes())
+            .map_err(|e| Error::Output(format!("writing {}: {e}", path.display())))?;
+        println!("wrote {}", path.display());
+    }
     Ok(())
 }
 

@@ -214,7 +214,29 @@ fn the_report_comes_from_the_json_alone_and_compares_folders() {
         "--out",
         o,
     ]);
+    // The charts, as the experiments drew them; then removed, and drawn again by
+    // `runner report` from the JSON alone, byte for byte.
+    let svgs: Vec<(std::path::PathBuf, Vec<u8>)> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+    assert!(svgs.len() >= 3, "{svgs:?}");
+    for (p, _) in &svgs {
+        std::fs::remove_file(p).unwrap();
+    }
     runner_ok(&["report", o]);
+    for (p, bytes) in &svgs {
+        assert!(
+            std::fs::read(p).unwrap() == *bytes,
+            "{} is not drawn byte for byte from the JSON",
+            p.display()
+        );
+    }
     let first = std::fs::read(out.join("REPORT.md")).unwrap();
     runner_ok(&["report", o]);
     assert_eq!(

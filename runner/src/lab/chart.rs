@@ -1,18 +1,141 @@
 //! SVG charts with plotters: log-log line charts (CCDF, load sweep), a log-x density
 //! chart (PDF), and bars (throughput). Each returns the SVG text; the caller writes it
-//! with the results.
+//! with the results. A [`Chart`] is one of them as data: the results JSON keeps every
+//! chart's data (`chart_data`), so that `runner report` draws the same SVG again from
+//! the JSON alone.
 
 use super::error::Error;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
 /// One named line.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Series {
     /// Legend text.
     pub name: String,
     /// (x, y) points in x order.
     pub points: Vec<(f64, f64)>,
+}
+
+/// One chart as data: what [`Chart::render`] draws.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Chart {
+    /// [`loglog`].
+    LogLog {
+        /// Title.
+        title: String,
+        /// X axis.
+        x: String,
+        /// Y axis.
+        y: String,
+        /// Lines.
+        series: Vec<Series>,
+    },
+    /// [`logx`].
+    LogX {
+        /// Title.
+        title: String,
+        /// X axis.
+        x: String,
+        /// Y axis.
+        y: String,
+        /// Lines.
+        series: Vec<Series>,
+    },
+    /// [`loglog_panels`].
+    Panels {
+        /// Each panel's title and lines.
+        panels: Vec<(String, Vec<Series>)>,
+        /// X axis.
+        x: String,
+        /// Y axis.
+        y: String,
+    },
+    /// [`bars`].
+    Bars {
+        /// Title.
+        title: String,
+        /// Y axis.
+        y: String,
+        /// Name and value of each bar.
+        bars: Vec<(String, f64)>,
+    },
+}
+
+impl Chart {
+    /// The chart with what JSON cannot carry left out (points and bars that are not
+    /// finite numbers, which no chart draws anyway), so that the chart drawn from its
+    /// data read back is the chart drawn now.
+    pub fn finite(self) -> Chart {
+        let keep = |series: Vec<Series>| -> Vec<Series> {
+            series
+                .into_iter()
+                .map(|s| Series {
+                    name: s.name,
+                    points: s
+                        .points
+                        .into_iter()
+                        .filter(|(x, y)| x.is_finite() && y.is_finite())
+                        .collect(),
+                })
+                .collect()
+        };
+        match self {
+            Chart::LogLog {
+                title,
+                x,
+                y,
+                series,
+            } => Chart::LogLog {
+                title,
+                x,
+                y,
+                series: keep(series),
+            },
+            Chart::LogX {
+                title,
+                x,
+                y,
+                series,
+            } => Chart::LogX {
+                title,
+                x,
+                y,
+                series: keep(series),
+            },
+            Chart::Panels { panels, x, y } => Chart::Panels {
+                panels: panels.into_iter().map(|(t, s)| (t, keep(s))).collect(),
+                x,
+                y,
+            },
+            Chart::Bars { title, y, bars } => Chart::Bars {
+                title,
+                y,
+                bars: bars.into_iter().filter(|b| b.1.is_finite()).collect(),
+            },
+        }
+    }
+
+    /// The SVG text.
+    pub fn render(&self) -> Result<String, Error> {
+        match self {
+            Chart::LogLog {
+                title,
+                x,
+                y,
+                series,
+            } => loglog(title, x, y, series),
+            Chart::LogX {
+                title,
+                x,
+                y,
+                series,
+            } => logx(title, x, y, series),
+            Chart::Panels { panels, x, y } => loglog_panels(panels, x, y),
+            Chart::Bars { title, y, bars: b } => bars(title, y, b),
+        }
+    }
 }
 
 const W: u32 = 960;
@@ -286,6 +409,40 @@ mod tests {
         Series {
             name: name.into(),
             points: pts.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_chart_read_back_from_json_draws_the_same_svg() {
+        let charts = [
+            Chart::LogLog {
+                title: "t".into(),
+                x: "x".into(),
+                y: "y".into(),
+                series: vec![s("a", &[(1.0, 0.1), (3.3, 1.0 / 3.0), (f64::NAN, 1.0)])],
+            },
+            Chart::LogX {
+                title: "t".into(),
+                x: "x".into(),
+                y: "y".into(),
+                series: vec![s("a", &[(2.0, 0.7), (7.1, 0.123_456_789_012_345_67)])],
+            },
+            Chart::Panels {
+                panels: vec![("p50".into(), vec![s("a", &[(1e5, 80.0), (5e7, 264.0)])])],
+                x: "x".into(),
+                y: "y".into(),
+            },
+            Chart::Bars {
+                title: "t".into(),
+                y: "y".into(),
+                bars: vec![("a".into(), 1.0 / 7.0), ("b".into(), f64::INFINITY)],
+            },
+        ];
+        for c in charts {
+            let c = c.finite();
+            let back: Chart = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+            assert_eq!(back, c);
+            assert_eq!(back.render().unwrap(), c.render().unwrap());
         }
     }
 

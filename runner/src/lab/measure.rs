@@ -3,7 +3,7 @@
 //! ([`RunSummary`]), the merge of N outer runs ([`Measured`]), and the table rows, JSON
 //! fields and CCDF/PDF charts drawn from it.
 
-use super::chart::{self, Series};
+use super::chart::{Chart, Series};
 use super::error::{Error, Result};
 use super::fmt;
 use super::pacer::{below_target, Schedule};
@@ -640,26 +640,30 @@ pub fn distribution_charts(
             .map(|p| (p.value as f64, p.fraction))
             .collect()
     });
-    let svg = chart::loglog(
-        &format!("{title}: latency CCDF (fraction of items at or above)"),
-        what,
-        "fraction >= x",
-        &ccdf,
+    files.chart(
+        dir.join(format!("{prefix}-ccdf.svg")),
+        Chart::LogLog {
+            title: format!("{title}: latency CCDF (fraction of items at or above)"),
+            x: what.into(),
+            y: "fraction >= x".into(),
+            series: ccdf,
+        },
     )?;
-    files.add(dir.join(format!("{prefix}-ccdf.svg")), svg.into_bytes());
     let pdf = series(&|l| {
         l.pdf()
             .iter()
             .map(|b| ((b.lower + b.upper) as f64 / 2.0, b.fraction))
             .collect()
     });
-    let svg = chart::logx(
-        &format!("{title}: latency PDF (log2/16 buckets)"),
-        what,
-        "fraction of items in bucket",
-        &pdf,
+    files.chart(
+        dir.join(format!("{prefix}-pdf.svg")),
+        Chart::LogX {
+            title: format!("{title}: latency PDF (log2/16 buckets)"),
+            x: what.into(),
+            y: "fraction of items in bucket".into(),
+            series: pdf,
+        },
     )?;
-    files.add(dir.join(format!("{prefix}-pdf.svg")), svg.into_bytes());
     Ok(())
 }
 
@@ -671,17 +675,17 @@ pub fn percentile_panels(
     series: impl Fn(fn(&handoff_stats::Percentiles) -> u64) -> Vec<Series>,
     x_label: &str,
     y_label: &str,
-) -> Result<String> {
+) -> Chart {
     let panel = |label: &str, pick: fn(&handoff_stats::Percentiles) -> u64| {
         (format!("{label} {what}"), series(pick))
     };
-    chart::loglog_panels(
-        &[
+    Chart::Panels {
+        panels: vec![
             panel("p50", |p| p.p50),
             panel("p99", |p| p.p99),
             panel("p99.9", |p| p.p999),
         ],
-        x_label,
-        y_label,
-    )
+        x: x_label.into(),
+        y: y_label.into(),
+    }
 }

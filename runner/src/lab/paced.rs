@@ -2,7 +2,7 @@
 //! `measure`: their mode flags, the cell of one (mode, variant, load point) with its
 //! merged runs, and the charts drawn from the cells.
 
-use super::chart::{self, Series};
+use super::chart::{Chart, Series};
 use super::error::Result;
 use super::measure::{self, Measured, Mode, Row};
 use super::results::Outputs;
@@ -207,22 +207,24 @@ pub fn charts<'a, V: Named + 'a, X: 'a>(
     )?;
     if let Some(s) = &what.sweep {
         if of(Mode::Sweep).next().is_some() {
-            let svg = measure::percentile_panels(s.title, s.series, s.x, what.latency)?;
-            files.add(
+            files.chart(
                 dir.join(format!("{}-sweep.svg", what.stem)),
-                svg.into_bytes(),
-            );
+                measure::percentile_panels(s.title, s.series, s.x, what.latency),
+            )?;
         }
     }
     let tp: Vec<(String, f64)> = of(Mode::Throughput)
         .filter_map(|c| Some((c.variant.name().to_string(), c.throughput()? / 1e6)))
         .collect();
     if !tp.is_empty() {
-        let svg = chart::bars(what.throughput.0, what.throughput.1, &tp)?;
-        files.add(
+        files.chart(
             dir.join(format!("{}-throughput.svg", what.stem)),
-            svg.into_bytes(),
-        );
+            Chart::Bars {
+                title: what.throughput.0.into(),
+                y: what.throughput.1.into(),
+                bars: tp,
+            },
+        )?;
     }
     Ok(files)
 }

@@ -1,7 +1,9 @@
 //! The reproduction report and the comparison of two result folders, both drawn from the
-//! results JSON alone (`lab::schema`): `REPORT.md` (`runner all`, `runner report DIR`)
-//! and `runner compare DIR_A DIR_B`. The same JSON gives the same bytes.
+//! results JSON alone (`lab::schema`): `REPORT.md` and the charts (`runner all`,
+//! `runner report DIR`) and `runner compare DIR_A DIR_B`. The same JSON gives the same
+//! bytes.
 
+use super::chart::Chart;
 use super::error::{Error, Result};
 use super::schema;
 use serde_json::Value;
@@ -242,6 +244,31 @@ fn document(s: &mut String, r: &Value) {
         }
         s.push('\n');
     }
+}
+
+/// Every chart of `results`, drawn again from its data (`chart_data`): (file name, SVG
+/// text). A chart whose data cannot be read is an error naming its file.
+pub fn charts(results: &[Value]) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for r in results {
+        for c in r["chart_data"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+            let file = str_of(&c["file"]).to_string();
+            if file.is_empty() || file.contains(['/', '\\']) || file.starts_with('.') {
+                return Err(Error::Usage(format!(
+                    "{}: chart_data names a bad file {file:?}",
+                    str_of(&r["experiment"])
+                )));
+            }
+            let chart: Chart = serde_json::from_value(c["chart"].clone()).map_err(|e| {
+                Error::Usage(format!(
+                    "{}: chart_data for {file}: {e}",
+                    str_of(&r["experiment"])
+                ))
+            })?;
+            out.push((file, chart.render()?));
+        }
+    }
+    Ok(out)
 }
 
 /// The placements of the two measured cores that the probes between slices found

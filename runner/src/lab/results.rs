@@ -1,6 +1,7 @@
 //! Results on disk: every file is written to a temporary file in the target directory
 //! and renamed into place, so a reader (or a Ctrl-C) never sees half a file.
 
+use super::chart::Chart;
 use super::error::Error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -71,6 +72,7 @@ pub fn check_writable(out: &Path) -> Result<(), Error> {
 #[derive(Debug, Default)]
 pub struct Outputs {
     files: Vec<(PathBuf, Vec<u8>)>,
+    charts: Vec<(String, Chart)>,
 }
 
 impl Outputs {
@@ -84,9 +86,34 @@ impl Outputs {
         self.files.push((path, bytes));
     }
 
-    /// Adds every file of `other`, after these.
+    /// Adds a chart: its SVG as a file at `path`, and its data for the results JSON
+    /// ([`chart_data`](Outputs::chart_data)) under the file's name.
+    pub fn chart(&mut self, path: PathBuf, chart: Chart) -> Result<(), Error> {
+        let chart = chart.finite();
+        let svg = chart.render()?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.charts.push((name, chart));
+        self.add(path, svg.into_bytes());
+        Ok(())
+    }
+
+    /// Every chart added, as the results' `chart_data`: `[{ "file", "chart" }]`.
+    pub fn chart_data(&self) -> serde_json::Value {
+        serde_json::Value::Array(
+            self.charts
+                .iter()
+                .map(|(file, chart)| serde_json::json!({ "file": file, "chart": chart }))
+                .collect(),
+        )
+    }
+
+    /// Adds every file and chart of `other`, after these.
     pub fn extend(&mut self, other: Outputs) {
         self.files.extend(other.files);
+        self.charts.extend(other.charts);
     }
 
     /// The paths added so far.

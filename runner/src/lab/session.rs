@@ -253,6 +253,7 @@ impl Session {
             .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .collect();
         json.insert("charts".into(), to_value(&charts)?);
+        json.insert("chart_data".into(), out.files.chart_data());
         json.extend(out.json);
         let text = serde_json::to_vec_pretty(&Value::Object(json))?;
         let dir = &self.plan.run.out;

@@ -3,7 +3,7 @@
 
 use super::args::MIB;
 use super::{Config, Contender, Sample};
-use crate::lab::chart::{self, Series};
+use crate::lab::chart::{Chart, Series};
 use crate::lab::claims::{holds, near, Claim, Verdict};
 use crate::lab::error::Result;
 use crate::lab::experiment::Report;
@@ -403,24 +403,28 @@ impl Outcome {
                 .filter(|b| b.1.is_finite())
                 .collect()
         };
-        let svg = chart::bars(
-            "document 004's test: time (Figure 1)",
-            "seconds",
-            &bars(&|c| self.seconds(c)),
+        files.chart(
+            cfg.run.out.join("alloc-time.svg"),
+            Chart::Bars {
+                title: "document 004's test: time (Figure 1)".into(),
+                y: "seconds".into(),
+                bars: bars(&|c| self.seconds(c)),
+            },
         )?;
-        files.add(cfg.run.out.join("alloc-time.svg"), svg.into_bytes());
-        let svg = chart::bars(
-            "peak resident memory / peak requested bytes (Figure 2)",
-            "ratio",
-            &bars(&|c| {
-                if c == Contender::Void {
-                    f64::NAN
-                } else {
-                    self.overhead(c)
-                }
-            }),
+        files.chart(
+            cfg.run.out.join("alloc-memory.svg"),
+            Chart::Bars {
+                title: "peak resident memory / peak requested bytes (Figure 2)".into(),
+                y: "ratio".into(),
+                bars: bars(&|c| {
+                    if c == Contender::Void {
+                        f64::NAN
+                    } else {
+                        self.overhead(c)
+                    }
+                }),
+            },
         )?;
-        files.add(cfg.run.out.join("alloc-memory.svg"), svg.into_bytes());
         if !cfg.sweep.is_empty() {
             let series: Vec<Series> = Contender::ALLOCATORS
                 .iter()
@@ -434,13 +438,15 @@ impl Outcome {
                         .collect(),
                 })
                 .collect();
-            let svg = chart::loglog(
-                "TSC ticks per alloc/free pair beyond the test's own, by working set (Figure 3)",
-                "working set, MiB",
-                "ticks per pair",
-                &series,
+            files.chart(
+                cfg.run.out.join("alloc-working-set.svg"),
+                Chart::LogLog {
+                    title: "TSC ticks per alloc/free pair beyond the test's own, by working set (Figure 3)".into(),
+                    x: "working set, MiB".into(),
+                    y: "ticks per pair".into(),
+                    series,
+                },
             )?;
-            files.add(cfg.run.out.join("alloc-working-set.svg"), svg.into_bytes());
         }
         Ok(files)
     }

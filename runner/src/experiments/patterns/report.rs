@@ -4,7 +4,7 @@
 use super::once::{Holder, L1Misses, Memory, NumaOutcome};
 use super::work::{Outliers, Processed, Shared, TypedSample, OUTLIER_NS};
 use super::Config;
-use crate::lab::chart;
+use crate::lab::chart::Chart;
 use crate::lab::claims::Claim;
 use crate::lab::error::Result;
 use crate::lab::experiment::Report;
@@ -470,10 +470,14 @@ impl Report<Config> for Outcome {
 fn charts(o: &Outcome, cfg: &Config) -> Result<Outputs> {
     let mut files = Outputs::new();
     let mut add = |name: &str, title: String, y: &str, bars: Vec<(String, f64)>| -> Result<()> {
-        let bars: Vec<_> = bars.into_iter().filter(|b| b.1.is_finite()).collect();
-        let svg = chart::bars(&title, y, &bars)?;
-        files.add(cfg.run.out.join(name), svg.into_bytes());
-        Ok(())
+        files.chart(
+            cfg.run.out.join(name),
+            Chart::Bars {
+                title,
+                y: y.into(),
+                bars,
+            },
+        )
     };
     add(
         "patterns-alloc.svg",

@@ -3,7 +3,7 @@
 
 use super::work::{Cell, Contender, Sample, Scenario};
 use super::Config;
-use crate::lab::chart;
+use crate::lab::chart::Chart;
 use crate::lab::claims::{holds, near, Claim};
 use crate::lab::error::Result;
 use crate::lab::experiment::Report;
@@ -311,11 +311,14 @@ fn charts(out: &Outcome, cfg: &Config) -> Result<Outputs> {
             .map(|&c| (c.name().to_string(), out.ns(scenario, c)))
             .filter(|b| b.1.is_finite())
             .collect();
-        let svg = chart::bars(&title, "ns per operation", &bars)?;
-        files.add(
+        files.chart(
             cfg.run.out.join(format!("pool-{}.svg", scenario.name())),
-            svg.into_bytes(),
-        );
+            Chart::Bars {
+                title,
+                y: "ns per operation".into(),
+                bars,
+            },
+        )?;
     }
     Ok(files)
 }
