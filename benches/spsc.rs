@@ -14,7 +14,9 @@
 //!   The paired section has five parts, each selectable by name:
 //!   `spsc_paired/single`, `spsc_paired/batch`, `spsc_paired/round_trip`, and the
 //!   stamped ring against rtrb, `spsc_paired/stamped_single` and
-//!   `spsc_paired/stamped_round_trip`.
+//!   `spsc_paired/stamped_round_trip`. Under each result a second line gives the median
+//!   ratio per placement of the two cores (the round trip of a cache line between them,
+//!   probed before and after every pair) and the pairs during which the host moved them.
 //! * Every single-item run also counts failed pushes and failed pops per item and samples
 //!   the ring's occupancy; the medians are printed under the single-item pair (and after
 //!   `spsc_throughput` for all three contenders). `HANDOFF_SPSC_WORK=P,C` adds busy work

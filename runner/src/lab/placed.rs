@@ -38,7 +38,10 @@ fn share(m: &Measured, classes: &Classes, class: usize) -> f64 {
 pub fn classes_json(classes: &Classes, probes: usize) -> Value {
     let placed: usize = classes.list.iter().map(|c| c.probes).sum();
     json!({
-        "probe": "median round trip of a cache line between the producer's and the consumer's core, 256 trips, before and after every slice",
+        "probe": format!(
+            "median round trip of a cache line between the producer's and the consumer's core, {} trips, before and after every slice",
+            super::harness::PROBE_TRIPS
+        ),
         "classes": classes.list.iter().map(|c| json!({
             "placement": c.label(),
             "round_trip_ns": c.median_ns,
