@@ -75,13 +75,13 @@ fn queue_results_keep_the_schema() {
 /// Sliced runs carry the placement probes and every contender's slices by placement:
 /// the slices in a placement and those in none add up to the slices probed, two per
 /// run here.
-#[test]
-fn queue_results_carry_each_placement() {
+fn carries_each_placement(name: &str, variants: &str) {
     let v = results(
-        "queue",
+        name,
         &[
+            "--headline",
             "--variants",
-            "handoff-spsc,rtrb",
+            variants,
             "--items",
             "4000",
             "--runs",
@@ -92,7 +92,7 @@ fn queue_results_carry_each_placement() {
     );
     let probes = v["placements"]["probes"].as_u64().unwrap();
     // One probe before the first slice, and one after each of 2 x 2 x 2 slices.
-    assert_eq!(probes, 9, "{}", v["placements"]);
+    assert_eq!(probes, 9, "{name}: {}", v["placements"]);
     let classes = v["placements"]["classes"].as_array().unwrap();
     let in_classes: u64 = classes.iter().map(|c| c["probes"].as_u64().unwrap()).sum();
     assert_eq!(
@@ -101,7 +101,7 @@ fn queue_results_carry_each_placement() {
     );
     for var in v["variants"].as_array().unwrap() {
         let p = &var["placements"];
-        assert_eq!(p["slices"], 4, "{}: {p}", var["name"]);
+        assert_eq!(p["slices"], 4, "{name} {}: {p}", var["name"]);
         let placed: u64 = p["by_placement"]
             .as_array()
             .unwrap()
@@ -110,6 +110,16 @@ fn queue_results_carry_each_placement() {
             .sum();
         assert_eq!(placed + p["slices_in_no_placement"].as_u64().unwrap(), 4);
     }
+}
+
+#[test]
+fn queue_results_carry_each_placement() {
+    carries_each_placement("queue", "handoff-spsc,rtrb");
+}
+
+#[test]
+fn pipeline_results_carry_each_placement() {
+    carries_each_placement("pipeline", "malloc,freelist-return-queue");
 }
 
 #[test]

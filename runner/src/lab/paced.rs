@@ -4,9 +4,17 @@
 
 use super::chart::{Chart, Series};
 use super::error::Result;
-use super::measure::{self, Measured, Mode, Row};
+use super::flags;
+use super::harness;
+use super::measure::{self, Around, Measured, Mode, Row, Stamps};
+use super::placed::{self, Placements};
 use super::results::Outputs;
+use super::rotate::{self, Group, Step};
 use super::schema::Variant;
+use super::stop;
+use handoff_clock::link::Classes;
+use handoff_clock::Clock;
+use std::fmt::Write as _;
 use std::path::Path;
 
 /// `--headline`, `--sweep`, `--throughput`, `--all`: which measurements run. What the
@@ -60,6 +68,147 @@ impl Modes {
             modes
         }
     }
+}
+
+/// `--slices`: how finely each run is cut to tag it with the placement of the cores.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SliceFlag {
+    /// Slices per run: the variants alternate slice by slice, and the round trip between
+    /// the two cores is probed between slices to tag each with the host's placement
+    /// (paced slices keep at least 1000 items, unpaced ones 100000)
+    #[arg(long, default_value = "50", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub slices: usize,
+}
+
+impl SliceFlag {
+    /// The validated count (1 to 2^20).
+    pub fn checked(&self) -> Result<usize> {
+        flags::count_in("slices", self.slices, 1, 1 << 20, "slice")
+    }
+}
+
+/// Fewest items in a paced slice.
+pub const MIN_PACED_SLICE: usize = 1_000;
+/// Fewest items in an unpaced slice: enough that the start of the threads is a small
+/// part of it.
+pub const MIN_UNPACED_SLICE: usize = 100_000;
+
+/// Slices of a run of `items` items: `slices`, fewer where a slice would hold fewer
+/// than [`MIN_PACED_SLICE`] items ([`MIN_UNPACED_SLICE`] unpaced), at least 1.
+///
+/// ```
+/// use runner::lab::paced::slices_of;
+/// assert_eq!(slices_of(50, 1_000_000, true), 50);
+/// assert_eq!(slices_of(50, 20_000, true), 20);
+/// assert_eq!(slices_of(50, 1_000_000, false), 10);
+/// assert_eq!(slices_of(50, 500, true), 1);
+/// assert_eq!(slices_of(1, 1_000_000, true), 1);
+/// ```
+pub fn slices_of(slices: usize, items: usize, paced: bool) -> usize {
+    let least = if paced {
+        MIN_PACED_SLICE
+    } else {
+        MIN_UNPACED_SLICE
+    };
+    slices.min(items / least).max(1)
+}
+
+/// Items in slice `step.slice` of a run of `items` items: an even share, the remainder
+/// spread over the first slices.
+///
+/// ```
+/// use runner::lab::paced::slice_items;
+/// use runner::lab::rotate::Step;
+/// let n: Vec<usize> = (0..3).map(|slice| slice_items(10, Step { run: 0, slice, slices: 3 })).collect();
+/// assert_eq!(n, [4, 3, 3]);
+/// ```
+pub fn slice_items(items: usize, step: Step) -> usize {
+    items / step.slices + usize::from(step.slice < items % step.slices)
+}
+
+/// Measures the `plan`'s groups of `cells` slice by slice (`rotate::groups`): each
+/// group's runs are cut into [`slices_of`]`(slices, ..)` slices, `slice(cell, items,
+/// step)` measures one and returns its stamps, and the round trip between cores `a`
+/// and `b` is probed before the first slice and after every slice, so that each slice
+/// is tagged with the placement of the cores (`lab::placed`). Returns the placements
+/// the probes found.
+#[allow(clippy::too_many_arguments)]
+pub fn run_sliced<V: Named, X>(
+    bar: &indicatif::ProgressBar,
+    cells: &mut [Cell<V, X>],
+    mut plan: Vec<Group>,
+    slices: usize,
+    label: impl Fn(&Cell<V, X>) -> String,
+    clock: &Clock,
+    (a, b): (usize, usize),
+    mut slice: impl FnMut(&mut Cell<V, X>, usize, Step) -> Result<Stamps>,
+) -> Result<Placements> {
+    for g in &mut plan {
+        let first = &cells[g.cells[0]].measured;
+        g.slices = slices_of(slices, first.items, first.offered_hz.is_some());
+    }
+    let timer = clock.timer();
+    let probe = || harness::link_probe(timer, stop::flag(), a, b);
+    let mut last = probe()?;
+    let mut probes: Vec<f64> = last.into_iter().collect();
+    rotate::groups(bar, cells, &plan, label, |cell, step| {
+        let items = slice_items(cell.measured.items, step);
+        let data = slice(cell, items, step)?;
+        stop::check()?;
+        let after = probe()?;
+        probes.extend(after);
+        let around = last.zip(after).map(|(before_ns, after_ns)| Around {
+            before_ns,
+            after_ns,
+        });
+        last = after;
+        cell.measured.add_slice(&data, around, clock)?;
+        if step.ends_run() {
+            cell.measured.end_run(clock, cell.variant.name())?;
+        }
+        Ok(())
+    })?;
+    Ok(Placements {
+        classes: Classes::of(&probes),
+        probes: probes.len(),
+        freq_hz: clock.calibration().freq_hz,
+    })
+}
+
+/// The report's section on placements: the classes the probes found, and the headline
+/// and throughput p50s in each ("" without probes).
+pub fn placement_section<V: Named, X>(p: &Placements, cells: &[Cell<V, X>]) -> String {
+    if p.classes.list.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "placements of the two cores: round trip of a cache line between them, probed between slices\n",
+    );
+    for c in &p.classes.list {
+        let _ = writeln!(
+            s,
+            "  {:>10}  {} of {} probes",
+            c.label(),
+            c.probes,
+            p.probes
+        );
+    }
+    for mode in [Mode::Headline, Mode::Throughput] {
+        let of = || cells.iter().filter(move |c| c.mode == mode);
+        if of().next().is_none() {
+            continue;
+        }
+        s.push_str(&placed::table(
+            &format!(
+                "{} by placement (slices whose two probes fell in one placement)",
+                mode.name()
+            ),
+            &p.classes,
+            of().filter(|c| c.ran())
+                .map(|c| (c.variant.name(), &c.measured)),
+        ));
+    }
+    s
 }
 
 /// A contender of a paced experiment: a name for tables, files and charts.

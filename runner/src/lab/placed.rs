@@ -22,6 +22,29 @@ use std::fmt::Write as _;
 /// probed slices ran in it.
 pub const MIN_SHARE: f64 = 0.1;
 
+/// The placements of the two measured cores that one experiment's probes found.
+#[derive(Clone, Debug, Default)]
+pub struct Placements {
+    /// The placement classes of every probe between slices.
+    pub classes: Classes,
+    /// Probes taken.
+    pub probes: usize,
+    /// The clock's frequency (Hz), for throughput per placement.
+    pub freq_hz: f64,
+}
+
+impl Placements {
+    /// The results' top-level `placements` field ([`classes_json`]).
+    pub fn json(&self) -> Value {
+        classes_json(&self.classes, self.probes)
+    }
+
+    /// A contender's figures per placement ([`placements_json`]).
+    pub fn of(&self, m: &Measured) -> Value {
+        placements_json(m, &self.classes, self.freq_hz)
+    }
+}
+
 /// Share of a contender's probed slices that ran in placement `class`.
 fn share(m: &Measured, classes: &Classes, class: usize) -> f64 {
     let (all, _) = m.slices_unplaced(classes);
@@ -142,16 +165,44 @@ pub fn compare(
     rule: impl Fn(f64, f64) -> bool,
     rule_text: &str,
 ) -> (String, (Verdict, String)) {
-    let at = |l: &Latency| l.value_at_quantile(q) as f64;
-    let pair = |x: f64, y: f64| {
-        format!(
-            "{an} {} vs {bn} {} ({:+.0}%)",
-            fmt::ns(x),
-            fmt::ns(y),
-            (x / y - 1.0) * 100.0
-        )
+    compare_at(
+        classes,
+        (an, a),
+        (bn, b),
+        &[q],
+        |x, y| rule(x[0], y[0]),
+        rule_text,
+    )
+}
+
+/// [`compare`] on several quantiles at once: `rule` gets the `qs` quantiles of `a` and
+/// of `b`, in the order of `qs`, within one placement.
+pub fn compare_at(
+    classes: &Classes,
+    (an, a): (&str, &Measured),
+    (bn, b): (&str, &Measured),
+    qs: &[f64],
+    rule: impl Fn(&[f64], &[f64]) -> bool,
+    rule_text: &str,
+) -> (String, (Verdict, String)) {
+    let at =
+        |l: &Latency| -> Vec<f64> { qs.iter().map(|&q| l.value_at_quantile(q) as f64).collect() };
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|&x| fmt::ns(x))
+            .collect::<Vec<_>>()
+            .join(" / ")
     };
-    let merged = pair(at(&a.latency), at(&b.latency));
+    let pair = |x: &Latency, y: &Latency| {
+        let (x, y) = (at(x), at(y));
+        let mut s = format!("{an} {} vs {bn} {}", list(&x), list(&y));
+        if qs.len() == 1 {
+            let _ = write!(s, " ({:+.0}%)", (x[0] / y[0] - 1.0) * 100.0);
+        }
+        s
+    };
+    let judge = |x: &Latency, y: &Latency| rule(&at(x), &at(y));
+    let merged = pair(&a.latency, &b.latency);
     let Some(k) = common(a, b, classes) else {
         let why = if classes.list.is_empty() {
             "no placement probes (one core, or unsliced runs)".to_string()
@@ -162,19 +213,18 @@ pub fn compare(
             )
         };
         let (v, r) = holds(
-            rule(at(&a.latency), at(&b.latency)),
+            judge(&a.latency, &b.latency),
             format!("{rule_text}, merged histograms: {why}"),
         );
         return (merged, (v, r));
     };
     let mut others = Vec::new();
     let mut disagree = Vec::new();
-    let verdict_in = |p: &Placed, r: &Placed| rule(at(&p.latency), at(&r.latency));
     let (pa, pb) = (
         a.in_class(classes, k).expect("common placement"),
         b.in_class(classes, k).expect("common placement"),
     );
-    let judged = verdict_in(&pa, &pb);
+    let judged = judge(&pa.latency, &pb.latency);
     for (j, c) in classes.list.iter().enumerate() {
         if j == k {
             continue;
@@ -185,11 +235,11 @@ pub fn compare(
                 c.label(),
                 x.slices,
                 y.slices,
-                pair(at(&x.latency), at(&y.latency))
+                pair(&x.latency, &y.latency)
             ));
             if share(a, classes, j) >= MIN_SHARE
                 && share(b, classes, j) >= MIN_SHARE
-                && verdict_in(&x, &y) != judged
+                && judge(&x.latency, &y.latency) != judged
             {
                 disagree.push(c.label());
             }
@@ -200,7 +250,7 @@ pub fn compare(
         "cores {label} apart (round trip; {} and {} slices): {}",
         pa.slices,
         pb.slices,
-        pair(at(&pa.latency), at(&pb.latency))
+        pair(&pa.latency, &pb.latency)
     );
     for o in &others {
         let _ = write!(ours, "; {o}");
@@ -316,6 +366,22 @@ mod tests {
         assert!(reason.contains("no placement probes"), "{reason}");
         assert!(ours.contains("a 50 ns vs b 80 ns"), "{ours}");
         assert!(table("t", &c, [("a", &a)]).is_empty());
+    }
+
+    #[test]
+    fn several_quantiles_are_judged_together_within_one_placement() {
+        let a = measured(&[(100.0, 60, 30), (600.0, 500, 10)]);
+        let b = measured(&[(100.0, 100, 28), (600.0, 400, 12)]);
+        let c = classes(&[&a, &b]);
+        let all_below = |x: &[f64], y: &[f64]| x.iter().zip(y).all(|(p, q)| p < q);
+        let (ours, (v, reason)) =
+            compare_at(&c, ("a", &a), ("b", &b), &[0.5, 0.99], all_below, "a < b");
+        assert_eq!(v, Verdict::Holds, "{ours} / {reason}");
+        assert!(
+            ours.contains("a 60 ns / 60 ns vs b 100 ns / 100 ns"),
+            "{ours}"
+        );
+        assert!(reason.contains("other way"), "{reason}");
     }
 
     #[test]

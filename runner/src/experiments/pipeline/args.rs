@@ -42,6 +42,9 @@ pub struct PipelineArgs {
     /// `--headline`, `--sweep`, `--throughput`, `--all`.
     #[command(flatten)]
     pub modes: paced::Modes,
+    /// `--slices`.
+    #[command(flatten)]
+    pub slicing: paced::SliceFlag,
 }
 
 /// Validates `runner pipeline` arguments against the machine. Every error is one line.
@@ -66,6 +69,7 @@ pub fn config(
     }
     let bg_rate_hz = flags::rate("bg-rate", a.bg_rate, 1e8)?;
     let bg_threads = flags::count_in("bg-threads", a.bg_threads, 0, 64, "thread")?;
+    let slices = a.slicing.checked()?;
     let modes = a
         .modes
         .chosen(&[Mode::Headline, Mode::Sweep, Mode::Throughput]);
@@ -97,6 +101,7 @@ pub fn config(
             bg_threads,
             headline_bg_threads,
             modes,
+            slices,
         },
         placement,
     ))
@@ -232,6 +237,8 @@ pub struct Settings {
     pub headline_bg_threads: usize,
     /// Modes to run.
     pub modes: Vec<Mode>,
+    /// Most slices per run (`--slices`).
+    pub slices: usize,
 }
 
 /// The validated configuration: the common flags, the placement and these settings.
@@ -287,6 +294,7 @@ mod tests {
         );
         assert_eq!((c.work_ns, c.bg_rate_hz, c.bg_threads), (200.0, 1e6, 1));
         assert_eq!(c.modes, vec![Mode::Headline, Mode::Sweep, Mode::Throughput]);
+        assert_eq!(c.slices, 50);
         assert_eq!(c.placement.threads(), vec![0, 1, 0]);
         assert!(c.bg_shares_core);
         // On two cores the headline runs without the background thread, and says so.
@@ -332,6 +340,7 @@ mod tests {
                 (&["--bg-threads", "65"], "at most 64"),
                 (&["--variants", "tcmalloc"], "unknown variant"),
                 (&["--cross-l3"], "not available here"),
+                (&["--slices", "0"], "at least 1 slice"),
                 (&["--out", "/proc/x"], "--out /proc/x: cannot create files"),
             ],
         );

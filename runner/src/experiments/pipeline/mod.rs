@@ -22,6 +22,7 @@ use crate::lab::error::Result;
 use crate::lab::experiment::{AllFlags, AllRun, Experiment};
 use crate::lab::fmt;
 pub use crate::lab::measure::Mode;
+use crate::lab::paced;
 use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
@@ -99,9 +100,11 @@ impl Experiment for Pipeline {
     }
 }
 
-/// Runs every requested mode: one cell per (mode, background rate, variant); the cells
-/// of one background rate alternate run by run (`lab::rotate::groups`). The sweep runs
-/// each point once.
+/// Runs every requested mode: one cell per (mode, background rate, variant). The cells
+/// of one background rate alternate slice by slice (`lab::paced::run_sliced`), and the
+/// round trip between the producer's and the consumer's core is probed between
+/// consecutive slices, so that each slice is tagged with the host's placement of the
+/// cores (`lab::placed`). The sweep runs each point once.
 pub fn execute(
     cfg: &Config,
     clock: &Clock,
@@ -123,11 +126,7 @@ pub fn execute(
         let offered = (mode != Mode::Throughput).then_some(cfg.rate_hz);
         for (bg, bg_threads) in points {
             for &v in &cfg.variants {
-                let load = Load {
-                    bg_rate_hz: bg,
-                    bg_threads,
-                    ..Load::default()
-                };
+                let load = Load::new(bg, bg_threads);
                 out.cells.push(Cell::new(mode, v, offered, cfg.items, load));
             }
         }
@@ -153,23 +152,33 @@ pub fn execute(
         format!("{} {}{bg}", c.mode.name(), c.variant.name())
     };
     let timer = clock.timer();
-    rotate::groups(progress, &mut out.cells, &plan, label, |cell, _| {
-        let spec = RunSpec {
-            items: cfg.items,
-            capacity: cfg.capacity,
-            rate_hz: cell.offered_hz,
-            timer,
-            producer_cpu: cfg.placement.producer(),
-            consumer_cpu: cfg.placement.consumer(),
-            bg_cpus: cfg.background_cores(cell.extra.bg_threads),
-            bg_rate_hz: cell.extra.bg_rate_hz.unwrap_or(1.0),
-            bg_shares_core: cfg.bg_shares_core,
-            risk_rounds: rounds,
-            window_ticks: clock.ns_to_ticks(WINDOW_NS),
-        };
-        let raw = run_once(cell.variant, &spec, stop::flag())?;
-        stop::check()?;
-        cell.add(&raw, clock)
-    })?;
+    let (producer, consumer) = (cfg.placement.producer(), cfg.placement.consumer());
+    out.placements = paced::run_sliced(
+        progress,
+        &mut out.cells,
+        plan,
+        cfg.slices,
+        label,
+        clock,
+        (producer, consumer),
+        |cell, items, step| {
+            let spec = RunSpec {
+                items,
+                capacity: cfg.capacity,
+                rate_hz: cell.offered_hz,
+                timer,
+                producer_cpu: producer,
+                consumer_cpu: consumer,
+                bg_cpus: cfg.background_cores(cell.extra.bg_threads),
+                bg_rate_hz: cell.extra.bg_rate_hz.unwrap_or(1.0),
+                bg_shares_core: cfg.bg_shares_core,
+                risk_rounds: rounds,
+                window_ticks: clock.ns_to_ticks(WINDOW_NS),
+            };
+            let raw = run_once(cell.variant, &spec, stop::flag())?;
+            stop::check()?;
+            Ok(cell.add_slice(raw, clock, step.ends_run()))
+        },
+    )?;
     Ok(out)
 }

@@ -11,12 +11,14 @@ use crate::lab::fmt::{self, ns as fmt_ns};
 use crate::lab::measure;
 use crate::lab::noise::Probes;
 use crate::lab::paced;
+use crate::lab::placed::Placements;
 use crate::lab::results::Outputs;
 use crate::lab::schema::{Better, Sweep, Unit, Variant};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
-/// All cells of one invocation.
+/// All cells of one invocation, and the placements of the two cores the probes between
+/// slices found.
 #[derive(Debug, Default)]
 pub struct Outcome {
     /// Cells, in plan order.
@@ -25,6 +27,8 @@ pub struct Outcome {
     pub risk_rounds: u32,
     /// Its measured cost, ns per order.
     pub check_ns: f64,
+    /// The placements of the producer's and the consumer's cores.
+    pub placements: Placements,
 }
 
 impl Outcome {
@@ -114,6 +118,8 @@ fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
             Mode::Sweep => v.push(sweep_table(out, cfg)),
         }
     }
+    v.push(paced::placement_section(&out.placements, &out.cells));
+    v.retain(|s| !s.is_empty());
     v
 }
 
@@ -191,7 +197,8 @@ impl Report<Config> for Outcome {
                 .set("bg_rate_ops_per_s", load.bg_rate_hz)
                 .set("bg_threads", load.bg_threads)
                 .set("bg_achieved_ops_per_s", c.bg_achieved_hz())
-                .set("pool_exhausted", load.exhausted);
+                .set("pool_exhausted", load.exhausted)
+                .set("placements", self.placements.of(&c.measured));
         })
     }
 
@@ -223,6 +230,7 @@ impl Report<Config> for Outcome {
 
     fn fields(&self, _cfg: &Config) -> Map<String, Value> {
         let mut m = Map::new();
+        m.insert("placements".into(), self.placements.json());
         m.insert(
             "risk_check".into(),
             json!({

@@ -364,6 +364,21 @@ pub struct Load {
     pub bg_achieved: Vec<f64>,
     /// Pool allocations refused (retried), all runs.
     pub exhausted: u64,
+    /// The background work of the run in progress: operations of all threads, and
+    /// seconds (each slice's longest-running thread), summed over its slices.
+    bg_open: (u64, f64),
+}
+
+impl Load {
+    /// Nothing measured yet, with `bg_threads` background threads at `bg_rate_hz`
+    /// operations per second each (`None`: none).
+    pub fn new(bg_rate_hz: Option<f64>, bg_threads: usize) -> Load {
+        Load {
+            bg_rate_hz,
+            bg_threads,
+            ..Load::default()
+        }
+    }
 }
 
 impl Cell {
@@ -372,25 +387,31 @@ impl Cell {
         measure::median(self.extra.bg_achieved.clone())
     }
 
-    /// Adds one run.
-    pub fn add(&mut self, raw: &RunRaw, clock: &Clock) -> Result<()> {
+    /// Adds one slice's allocation and check+free costs, pool misses and background
+    /// work to the pipeline's own figures, and returns its stamps for `lab::measure`.
+    /// `ends_run`: the slice is its run's last (the run's background rate is kept).
+    pub fn add_slice(&mut self, raw: RunRaw, clock: &Clock, ends_run: bool) -> Stamps {
+        let load = &mut self.extra;
         for (&pre, &t) in raw.before_alloc.iter().zip(&raw.stamps.send) {
-            self.extra
-                .alloc_ns
+            load.alloc_ns
                 .record(clock.ticks_to_ns(t.saturating_sub(pre)));
         }
         for (&r, &d) in raw.stamps.recv.iter().zip(&raw.done) {
-            self.extra
-                .service_ns
+            load.service_ns
                 .record(clock.ticks_to_ns(d.saturating_sub(r)));
         }
         if !raw.bg.is_empty() {
-            self.extra
-                .bg_achieved
-                .push(raw.bg.iter().map(|b| b.rate()).sum());
+            load.bg_open.0 += raw.bg.iter().map(|b| b.ops).sum::<u64>();
+            load.bg_open.1 += raw.bg.iter().map(|b| b.seconds).fold(0.0, f64::max);
         }
-        self.extra.exhausted += raw.exhausted;
-        self.measured.add(&raw.stamps, clock, self.variant.name())
+        if ends_run {
+            let (ops, seconds) = std::mem::take(&mut load.bg_open);
+            if seconds > 0.0 {
+                load.bg_achieved.push(ops as f64 / seconds);
+            }
+        }
+        load.exhausted += raw.exhausted;
+        raw.stamps
     }
 }
 

@@ -33,11 +33,9 @@ pub struct QueueArgs {
     /// Sweep: seconds of offered load per point and run (caps --items at low rates)
     #[arg(long, default_value = "0.2", allow_hyphen_values = true, value_parser = flags::num_value)]
     pub sweep_seconds: f64,
-    /// Slices per run: the variants alternate slice by slice, and the round trip between
-    /// the two cores is probed between slices to tag each with the host's placement
-    /// (paced slices keep at least 1000 items, unpaced ones 100000)
-    #[arg(long, default_value = "50", allow_hyphen_values = true, value_parser = flags::count_value)]
-    pub slices: usize,
+    /// `--slices`.
+    #[command(flatten)]
+    pub slicing: paced::SliceFlag,
 }
 
 /// Validates `runner queue` arguments against the machine. Every error is one line.
@@ -61,7 +59,7 @@ pub fn config(a: &QueueArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
             a.sweep_seconds
         )));
     }
-    let slices = flags::count_in("slices", a.slices, 1, 1 << 20, "slice")?;
+    let slices = a.slicing.checked()?;
     let placement = flags::pair(pin, topo)?;
     let modes = a.modes.chosen(&[Mode::Headline]);
     Ok((
@@ -101,11 +99,6 @@ pub struct Settings {
     pub slices: usize,
 }
 
-/// Fewest items in a paced slice.
-pub const MIN_PACED_SLICE: usize = 1_000;
-/// Fewest items in an unpaced slice: enough that the ring's start is a small part of it.
-pub const MIN_UNPACED_SLICE: usize = 100_000;
-
 /// The validated configuration: the common flags, the placement and these settings.
 pub type Config = Setup<Settings>;
 
@@ -119,17 +112,6 @@ impl Config {
     pub fn sweep_items(&self, rate: f64) -> usize {
         let by_time = (rate * self.sweep_seconds) as usize;
         self.items.min(by_time.max(self.sweep_min_items))
-    }
-
-    /// Slices of a run of `items` items: `--slices`, fewer where a slice would hold
-    /// fewer than `MIN_PACED_SLICE` items (`MIN_UNPACED_SLICE` unpaced), at least 1.
-    pub fn slices_of(&self, items: usize, paced: bool) -> usize {
-        let least = if paced {
-            MIN_PACED_SLICE
-        } else {
-            MIN_UNPACED_SLICE
-        };
-        self.slices.min(items / least).max(1)
     }
 }
 
@@ -212,18 +194,8 @@ mod tests {
     }
 
     #[test]
-    fn slices_keep_enough_items() {
-        let c = config_of(&[]).unwrap();
-        assert_eq!(c.slices, 50);
-        assert_eq!(c.slices_of(1_000_000, true), 50);
-        assert_eq!(c.slices_of(20_000, true), 20);
-        assert_eq!(c.slices_of(1_000_000, false), 10);
-        assert_eq!(c.slices_of(500, true), 1);
-        assert_eq!(
-            config_of(&["--slices", "1"])
-                .unwrap()
-                .slices_of(1_000_000, true),
-            1
-        );
+    fn slices_default_to_50_and_can_be_turned_off() {
+        assert_eq!(config_of(&[]).unwrap().slices, 50);
+        assert_eq!(config_of(&["--slices", "1"]).unwrap().slices, 1);
     }
 }

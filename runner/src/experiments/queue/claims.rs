@@ -153,7 +153,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
         // (`lab::placed`), every placement's figures given.
         let cmp = |a: &Cell, b: &Cell, rule: fn(f64, f64) -> bool, text: &str| {
             placed::compare(
-                &out.classes,
+                &out.placements.classes,
                 (a.variant.name(), &a.measured),
                 (b.variant.name(), &b.measured),
                 0.5,

@@ -15,8 +15,6 @@ pub use report::Outcome;
 use crate::lab::error::Result;
 use crate::lab::experiment::{AllFlags, AllRun, Experiment};
 use crate::lab::fmt;
-use crate::lab::harness;
-use crate::lab::measure::Around;
 pub use crate::lab::measure::Mode;
 use crate::lab::paced;
 use crate::lab::pin::Placement;
@@ -25,7 +23,6 @@ use crate::lab::schema::Document;
 use crate::lab::session::Session;
 use crate::lab::stop;
 use crate::lab::topology::Topology;
-use handoff_clock::link::Classes;
 use handoff_clock::Clock;
 use work::{run_once, RunSpec, Variant};
 
@@ -125,16 +122,12 @@ pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -
             }
         }
     }
-    let mut plan = rotate::group_by(
+    let plan = rotate::group_by(
         &out.cells,
         |c| (c.mode, c.offered_hz.map(f64::to_bits)),
         |c| c.unavailable.is_none(),
         |_| cfg.run.runs,
     );
-    for g in &mut plan {
-        let first = &out.cells[g.cells[0]];
-        g.slices = cfg.slices_of(first.items, first.offered_hz.is_some());
-    }
     let label = |c: &Cell| {
         let at = c.offered_hz.map(|r| format!(" @ {}", fmt::rate(r)));
         format!(
@@ -146,37 +139,26 @@ pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -
     };
     let (producer, consumer) = (cfg.placement.producer(), cfg.placement.consumer());
     let timer = clock.timer();
-    let probe = || harness::link_probe(timer, stop::flag(), producer, consumer);
-    let mut last = probe()?;
-    let mut probes: Vec<f64> = last.into_iter().collect();
-    rotate::groups(progress, &mut out.cells, &plan, label, |cell, step| {
-        let items = cell.items / step.slices + usize::from(step.slice < cell.items % step.slices);
-        let spec = RunSpec {
-            items,
-            capacity: cfg.capacity,
-            rate_hz: cell.offered_hz,
-            timer,
-            producer_cpu: producer,
-            consumer_cpu: consumer,
-            stop: stop::flag(),
-        };
-        let data = run_once(cell.variant, &spec)?;
-        stop::check()?;
-        let after = probe()?;
-        probes.extend(after);
-        let around = last.zip(after).map(|(before_ns, after_ns)| Around {
-            before_ns,
-            after_ns,
-        });
-        last = after;
-        cell.measured.add_slice(&data, around, clock)?;
-        if step.ends_run() {
-            cell.measured.end_run(clock, cell.variant.name())?;
-        }
-        Ok(())
-    })?;
-    out.classes = Classes::of(&probes);
-    out.probes = probes.len();
-    out.freq_hz = clock.calibration().freq_hz;
+    out.placements = paced::run_sliced(
+        progress,
+        &mut out.cells,
+        plan,
+        cfg.slices,
+        label,
+        clock,
+        (producer, consumer),
+        |cell, items, _| {
+            let spec = RunSpec {
+                items,
+                capacity: cfg.capacity,
+                rate_hz: cell.offered_hz,
+                timer,
+                producer_cpu: producer,
+                consumer_cpu: consumer,
+                stop: stop::flag(),
+            };
+            run_once(cell.variant, &spec)
+        },
+    )?;
     Ok(out)
 }

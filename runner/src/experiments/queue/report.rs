@@ -11,10 +11,9 @@ use crate::lab::fmt::{mps as fmt_m, ns as fmt_ns, rate as fmt_rate};
 use crate::lab::measure;
 use crate::lab::noise::Probes;
 use crate::lab::paced;
-use crate::lab::placed;
+use crate::lab::placed::Placements;
 use crate::lab::results::Outputs;
 use crate::lab::schema::{Sweep, Unit, Variant};
-use handoff_clock::link::Classes;
 use serde_json::{Map, Value};
 use std::fmt::Write as _;
 
@@ -24,12 +23,8 @@ use std::fmt::Write as _;
 pub struct Outcome {
     /// Cells.
     pub cells: Vec<Cell>,
-    /// The placement classes of every probe between slices.
-    pub classes: Classes,
-    /// Probes taken.
-    pub probes: usize,
-    /// The clock's frequency (Hz), for throughput per placement.
-    pub freq_hz: f64,
+    /// The placements of the producer's and the consumer's cores.
+    pub placements: Placements,
 }
 
 impl Outcome {
@@ -114,7 +109,7 @@ impl Report<Config> for Outcome {
                 ),
             })
             .collect();
-        v.push(placement_section(self));
+        v.push(paced::placement_section(&self.placements, &self.cells));
         v.retain(|s| !s.is_empty());
         v
     }
@@ -125,19 +120,13 @@ impl Report<Config> for Outcome {
 
     fn variants(&self, _cfg: &Config) -> Vec<Variant> {
         paced::variants(&self.cells, |c, v| {
-            v.set(
-                "placements",
-                placed::placements_json(&c.measured, &self.classes, self.freq_hz),
-            );
+            v.set("placements", self.placements.of(&c.measured));
         })
     }
 
     fn fields(&self, _cfg: &Config) -> Map<String, Value> {
         let mut m = Map::new();
-        m.insert(
-            "placements".into(),
-            placed::classes_json(&self.classes, self.probes),
-        );
+        m.insert("placements".into(), self.placements.json());
         m
     }
 
@@ -167,41 +156,6 @@ impl Report<Config> for Outcome {
     fn charts(&self, cfg: &Config) -> Result<Outputs> {
         charts(self, cfg)
     }
-}
-
-/// The placements the probes found, and the headline and throughput p50s in each.
-fn placement_section(out: &Outcome) -> String {
-    if out.classes.list.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from(
-        "placements of the two cores: round trip of a cache line between them, probed between slices\n",
-    );
-    for c in &out.classes.list {
-        let _ = writeln!(
-            s,
-            "  {:>10}  {} of {} probes",
-            c.label(),
-            c.probes,
-            out.probes
-        );
-    }
-    for mode in [Mode::Headline, Mode::Throughput] {
-        let t = placed::table(
-            &format!(
-                "{} by placement (slices whose two probes fell in one placement)",
-                mode.name()
-            ),
-            &out.classes,
-            out.of(mode)
-                .filter(|c| c.ran())
-                .map(|c| (c.variant.name(), &c.measured)),
-        );
-        if out.of(mode).next().is_some() {
-            s.push_str(&t);
-        }
-    }
-    s
 }
 
 /// Every chart of the modes that ran.
