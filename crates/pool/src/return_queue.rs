@@ -362,7 +362,10 @@ impl<T> Releaser<T> {
 
     /// Sends the slots waiting here, oldest first, as far as the return ring has room;
     /// returns how many still wait. Call it when the releasing thread is idle, so that
-    /// a part batch does not keep the allocator short.
+    /// a part batch does not keep the allocator short. Call it after a stretch of empty
+    /// polls rather than on every one: at a steady trickle every object would then go
+    /// back on its own, and the runner's pipeline measured that as 15-30 ns more at p50
+    /// on the objects' forward path.
     pub fn flush(&mut self) -> usize {
         if self.waiting.is_empty() {
             return 0;
