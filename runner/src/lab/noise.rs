@@ -382,18 +382,28 @@ impl Probes {
     /// The lower of the probes' handoff floors for latency quantile `q` (0.99 or
     /// 0.999): read cautiously, the latency the two cores' gaps alone impose.
     pub fn floor(&self, q: f64) -> Option<u64> {
+        self.floors(q).min()
+    }
+
+    /// The higher of the probes' handoff floors for quantile `q`: read cautiously the
+    /// other way, before judging a tail as the code's (a quiet second of probing does
+    /// not make the run's tails quiet).
+    pub fn worst_floor(&self, q: f64) -> Option<u64> {
+        self.floors(q).max()
+    }
+
+    fn floors(&self, q: f64) -> impl Iterator<Item = u64> + '_ {
         [&self.before, &self.after]
             .into_iter()
             .flatten()
             .filter_map(|p| p.handoff.as_ref())
-            .map(|h| {
+            .map(move |h| {
                 if q >= 0.999 {
                     h.p999_floor_ns
                 } else {
                     h.p99_floor_ns
                 }
             })
-            .min()
     }
 
     /// The smallest median gap of any probed core, before or after: the size of one
