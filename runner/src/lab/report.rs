@@ -74,7 +74,7 @@ pub fn render(results: &[Value]) -> String {
         "Generated from the results JSON in this folder (`runner report` writes it again, byte for byte). Every claim of the source documents that the runner judges, with the document's figure, this machine's, the verdict and its reason. Verdicts: *reproduced* / *differs* for an absolute figure within / beyond 25% of the document's; *holds* / *fails* for a relation; *not measurable here* where this machine's noise or topology puts the claim out of reach; *not measured* where the run did not measure what the claim needs.\n"
     );
     if let Some(first) = results.first() {
-        machine(&mut s, &first["env"]);
+        machine(&mut s, &first["env"], &revisions(results));
     }
     let _ = writeln!(s, "## Verdicts\n");
     let _ = writeln!(s, "| document | experiment | claims | reproduced | holds | differs | fails | not measurable here | not measured |");
@@ -103,7 +103,28 @@ pub fn render(results: &[Value]) -> String {
     s
 }
 
-fn machine(s: &mut String, env: &Value) {
+/// The revisions the results were measured at: one, or each with its experiments when
+/// the folder mixes runs of several.
+fn revisions(results: &[Value]) -> String {
+    let mut by: Vec<(&str, Vec<&str>)> = Vec::new();
+    for r in results {
+        let rev = str_of(&r["env"]["git_revision"]);
+        let name = str_of(&r["experiment"]);
+        match by.iter_mut().find(|(x, _)| *x == rev) {
+            Some((_, names)) => names.push(name),
+            None => by.push((rev, vec![name])),
+        }
+    }
+    if by.len() == 1 {
+        return by[0].0.to_string();
+    }
+    by.iter()
+        .map(|(rev, names)| format!("{rev} ({})", names.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn machine(s: &mut String, env: &Value, revisions: &str) {
     let _ = writeln!(s, "## This machine\n");
     let tsc = &env["tsc"];
     let rows = [
@@ -147,7 +168,7 @@ fn machine(s: &mut String, env: &Value) {
             "compilers",
             format!("{}; {}", str_of(&env["rustc"]), str_of(&env["cxx"])),
         ),
-        ("revision", str_of(&env["git_revision"]).to_string()),
+        ("revision", revisions.to_string()),
     ];
     let _ = writeln!(s, "| | |\n|---|---|");
     for (k, v) in rows {
@@ -482,6 +503,16 @@ pub fn compare(a_dir: &Path, b_dir: &Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_folder_of_several_revisions_names_each() {
+        let r = |name: &str, rev: &str| serde_json::json!({ "experiment": name, "env": { "git_revision": rev } });
+        assert_eq!(revisions(&[r("queue", "aaa"), r("pool", "aaa")]), "aaa");
+        assert_eq!(
+            revisions(&[r("pipeline", "bbb"), r("queue", "aaa"), r("pool", "aaa")]),
+            "bbb (pipeline); aaa (queue, pool)"
+        );
+    }
 
     #[test]
     fn a_difference_counts_only_beyond_both_spreads() {
