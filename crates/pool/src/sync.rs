@@ -37,6 +37,23 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> impl core::ops::DerefMut<Target = T> + '_
     return m.lock().unwrap();
 }
 
+/// [`lock`], counting an acquisition that finds the mutex held
+/// (`policy::contention`).
+#[cfg(any(feature = "std", loom))]
+pub(crate) fn lock_counted<T>(m: &Mutex<T>) -> impl core::ops::DerefMut<Target = T> + '_ {
+    #[cfg(not(loom))]
+    return match m.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            crate::policy::contention::waited_lock();
+            m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        }
+    };
+    #[cfg(loom)]
+    return m.lock().unwrap();
+}
+
 /// Loom cannot see accesses through raw pointers, so under `cfg(loom)` every slot has
 /// a shadow cell that is written whenever ownership of the slot's value changes hands
 /// (a value written by the allocating side, dropped by the releasing side). Loom then

@@ -161,7 +161,13 @@ impl<T> LockFreeStore<T> {
                     }
                     return Some((self.slot(top), top));
                 }
-                Err(now) => head = now,
+                Err(now) => {
+                    // A weak swap may fail spuriously: count only a changed head.
+                    if (now ^ head) >> 32 != 0 {
+                        super::contention::failed_swap();
+                    }
+                    head = now;
+                }
             }
         }
     }
@@ -179,7 +185,12 @@ impl<T> LockFreeStore<T> {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return,
-                Err(now) => head = now,
+                Err(now) => {
+                    if (now ^ head) >> 32 != 0 {
+                        super::contention::failed_swap();
+                    }
+                    head = now;
+                }
             }
         }
     }

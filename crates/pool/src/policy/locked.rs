@@ -5,7 +5,7 @@ use core::ptr::NonNull;
 use super::single::Stack;
 use super::{Capacity, Store};
 use crate::numa::Placement;
-use crate::sync::{lock, Mutex};
+use crate::sync::{lock, lock_counted, Mutex};
 use crate::ConfigError;
 
 /// The [`Locked`](super::Locked) store.
@@ -36,12 +36,12 @@ unsafe impl<T> Store<T> for LockedStore<T> {
 
     #[inline(always)]
     fn pop(&self) -> Option<(NonNull<T>, ())> {
-        lock(&self.stack).pop().map(|p| (p, ()))
+        lock_counted(&self.stack).pop().map(|p| (p, ()))
     }
 
     #[inline(always)]
     unsafe fn push(&self, slot: NonNull<T>, _token: ()) {
-        lock(&self.stack).push(slot);
+        lock_counted(&self.stack).push(slot);
     }
 
     fn capacity(&self) -> usize {

@@ -13,6 +13,7 @@
 //! first block and then, on exhaustion, one more block as large as the pool so far.
 
 mod blocks;
+pub(crate) mod contention;
 mod lock_free;
 #[cfg(any(feature = "std", loom))]
 mod locked;
@@ -27,6 +28,7 @@ use core::ptr::NonNull;
 use crate::numa::Placement;
 use crate::ConfigError;
 
+pub use contention::{contention, Contention};
 pub use lock_free::LockFreeStore;
 #[cfg(any(feature = "std", loom))]
 pub use locked::LockedStore;

@@ -13,11 +13,14 @@ mod work;
 use crate::lab::child::Task;
 use crate::lab::error::Result;
 use crate::lab::experiment::{AllFlags, AllRun, Experiment};
+use crate::lab::harness;
 use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
 use crate::lab::session::Session;
+use crate::lab::stop;
 use crate::lab::topology::Topology;
+use handoff_clock::link::Classes;
 
 pub use args::{config, Config, PoolArgs, Settings};
 pub use work::{child_task, Contender, CHILD_TASK};
@@ -77,13 +80,28 @@ impl Experiment for Pool {
         let cells = work::cells(cfg);
         let bar = session.progress((cells.len() * cfg.run.runs) as u64)?;
         let mut samples = vec![Vec::new(); cells.len()];
+        // The concurrent repeats are tagged with the placement of the first two
+        // threads' cores, probed just before and just after each.
+        let pins = cfg.placement.threads();
+        let probe = || match pins[..] {
+            [a, b, ..] => harness::link_probe(timer, stop::flag(), a, b),
+            _ => Ok(None),
+        };
+        let mut probes = Vec::new();
         rotate::contenders(
             &bar,
             cfg.run.runs,
             cells.len(),
             |i| cells[i].label(),
             |run, i| {
-                let s = work::measure(&cells[i], cfg, timer)?;
+                let tag = cells[i].scenario == work::Scenario::Concurrent && cells[i].threads > 1;
+                let before = if tag { probe()? } else { None };
+                let mut s = work::measure(&cells[i], cfg, timer)?;
+                if tag {
+                    let after = probe()?;
+                    probes.extend(before.into_iter().chain(after));
+                    s.around_ns = before.zip(after);
+                }
                 // The first run is the warm-up.
                 if run > 0 {
                     samples[i].push(s);
@@ -91,6 +109,7 @@ impl Experiment for Pool {
                 Ok(())
             },
         )?;
-        Ok(report::Outcome::new(cells, samples))
+        let classes = Classes::of(&probes);
+        Ok(report::Outcome::new(cells, samples, classes, probes.len()))
     }
 }

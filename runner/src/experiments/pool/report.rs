@@ -9,21 +9,37 @@ use crate::lab::error::Result;
 use crate::lab::experiment::Report;
 use crate::lab::measure::median_or_nan as median;
 use crate::lab::noise::Probes;
+use crate::lab::placed;
 use crate::lab::results::Outputs;
 use crate::lab::schema::{Better, Unit, Variant};
+use handoff_clock::link::Classes;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
-/// Every cell with its kept repeats.
+/// Every cell with its kept repeats, and the placements of the first two threads' cores
+/// that the probes around the concurrent repeats found.
 pub struct Outcome {
     cells: Vec<Cell>,
     samples: Vec<Vec<Sample>>,
+    classes: Classes,
+    probes: usize,
 }
 
 impl Outcome {
-    /// The cells and their samples, in the same order.
-    pub fn new(cells: Vec<Cell>, samples: Vec<Vec<Sample>>) -> Outcome {
-        Outcome { cells, samples }
+    /// The cells and their samples, in the same order, the placement classes and the
+    /// probes they were made from (the warm-up run's included).
+    pub fn new(
+        cells: Vec<Cell>,
+        samples: Vec<Vec<Sample>>,
+        classes: Classes,
+        probes: usize,
+    ) -> Outcome {
+        Outcome {
+            cells,
+            samples,
+            classes,
+            probes,
+        }
     }
 
     fn find(&self, s: Scenario, c: Contender) -> Option<(&Cell, &[Sample])> {
@@ -46,13 +62,6 @@ impl Outcome {
         self.find(Scenario::Bulk, c)
             .map(|(_, v)| median(v.iter().filter_map(|x| x.free_ns)))
             .unwrap_or(f64::NAN)
-    }
-
-    /// The kept repeats' ns per operation of (scenario, contender), in run order.
-    fn repeats(&self, s: Scenario, c: Contender) -> Vec<f64> {
-        self.find(s, c)
-            .map(|(_, v)| v.iter().map(|x| x.ns).collect())
-            .unwrap_or_default()
     }
 
     fn threads(&self, c: Contender) -> usize {
@@ -155,64 +164,148 @@ fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
 /// repeats, 7 (a coin would give 7 or more of 9 either way 18% of the time, one way 9%).
 const AGREE: f64 = 0.75;
 
+/// Fewest repeat pairs a placement needs before the contended claim is judged in it.
+const MIN_PAIRS: usize = 3;
+
+/// One concurrent repeat pair (lock_free, locked), run moments apart.
+struct Pair {
+    /// locked / lock_free ns per operation.
+    ratio: f64,
+    /// Failed compare-and-swaps per operation (lock_free), waited locks (locked).
+    swaps: Option<f64>,
+    waits: Option<f64>,
+    /// The placement all four probes around the two repeats fell in.
+    class: Option<usize>,
+}
+
+/// What a set of pairs shows: "lock_free faster in 8 of 9 (median 1.33x, 0.78x to
+/// 3.55x; 1.48 failed swaps and 0.76 waited locks per operation)", and the verdict.
+fn judge_pairs(pairs: &[&Pair]) -> (String, Option<bool>) {
+    let n = pairs.len();
+    let wins = pairs.iter().filter(|p| p.ratio > 1.0).count();
+    let (lo, hi) = pairs.iter().fold((f64::INFINITY, 0.0f64), |(a, b), p| {
+        (a.min(p.ratio), b.max(p.ratio))
+    });
+    let med = |f: &dyn Fn(&Pair) -> Option<f64>| median(pairs.iter().filter_map(|p| f(p)));
+    let text = format!(
+        "lock_free faster in {wins} of {n} (locked / lock_free median {:.2}x, {lo:.2}x to {hi:.2}x; per alloc + release {:.2} failed compare-and-swaps of the head, {:.2} acquisitions that found the mutex held)",
+        median(pairs.iter().map(|p| p.ratio)),
+        med(&|p| p.swaps),
+        med(&|p| p.waits),
+    );
+    let need = (AGREE * n as f64).ceil() as usize;
+    let verdict = if n == 0 {
+        None
+    } else if wins >= need {
+        Some(true)
+    } else if n - wins >= need {
+        Some(false)
+    } else {
+        None
+    };
+    (text, verdict)
+}
+
 /// "Under contention LOCKFREE beats MUTEX", judged on the repeats paired as they ran:
-/// every repeat runs every contender once, so repeat i of the two ran moments apart.
-/// Holds or fails when at least [`AGREE`] of the pairs agree; otherwise the moment
-/// decides, and the claim is not measurable here.
+/// every repeat runs every contender once, so repeat i of the two ran moments apart,
+/// and each is probed for the placement of the cores. Judged within the nearest
+/// placement holding [`MIN_PAIRS`] pairs (all pairs where no probe ran or none does):
+/// holds or fails when at least [`AGREE`] of the pairs agree; otherwise not
+/// measurable here.
 fn contended_claim(out: &Outcome, t: usize) -> Claim {
     use Contender::*;
-    let (lf, mx) = (
-        out.repeats(Scenario::Concurrent, LockFree),
-        out.repeats(Scenario::Concurrent, Locked),
-    );
-    let ratios: Vec<f64> = lf.iter().zip(&mx).map(|(l, m)| m / l).collect();
-    let n = ratios.len();
-    let wins = ratios.iter().filter(|&&r| r > 1.0).count();
-    let (lo, hi) = ratios
+    let of = |c| {
+        out.find(Scenario::Concurrent, c)
+            .map(|(_, v)| v)
+            .unwrap_or_default()
+    };
+    let class_of = |x: &Sample| x.around_ns.and_then(|(b, a)| out.classes.of_slice(b, a));
+    let pairs: Vec<Pair> = of(LockFree)
         .iter()
-        .fold((f64::INFINITY, 0.0f64), |(a, b), &r| (a.min(r), b.max(r)));
-    let need = (AGREE * n as f64).ceil() as usize;
+        .zip(of(Locked))
+        .map(|(l, m)| Pair {
+            ratio: m.ns / l.ns,
+            swaps: l.contended_per_op,
+            waits: m.contended_per_op,
+            class: match (class_of(l), class_of(m)) {
+                (Some(a), Some(b)) if a == b => Some(a),
+                _ => None,
+            },
+        })
+        .collect();
     let fewer = if t < DOC_THREADS {
-        format!(" ({t} threads: the document's {DOC_THREADS} need more cores than this process may use)")
+        format!(
+            "{t} threads: the document's {DOC_THREADS} need more cores than this process may use; "
+        )
     } else {
         String::new()
     };
-    let pairs = format!(
-        "locked / lock_free per repeat: median {:.2}x, {lo:.2}x to {hi:.2}x; lock_free faster in {wins} of {n} repeats{fewer}",
-        median(ratios.iter().copied())
+    let in_class = |k: usize| {
+        pairs
+            .iter()
+            .filter(|p| p.class == Some(k))
+            .collect::<Vec<_>>()
+    };
+    let judged_in = (0..out.classes.list.len()).find(|&k| in_class(k).len() >= MIN_PAIRS);
+    let all: Vec<&Pair> = pairs.iter().collect();
+    let (text, verdict) = judge_pairs(&all);
+    let mut ours = format!(
+        "{} vs {} ns/op (medians); {fewer}all {} repeat pairs: {text}",
+        f(out.ns(Scenario::Concurrent, LockFree)),
+        f(out.ns(Scenario::Concurrent, Locked)),
+        pairs.len()
     );
-    let verdict = if n == 0 {
-        (
-            Verdict::NotMeasured,
-            "the concurrent scenario did not run".to_string(),
-        )
-    } else if wins >= need {
-        (
+    for (k, c) in out.classes.list.iter().enumerate() {
+        let here = in_class(k);
+        if !here.is_empty() {
+            let _ = write!(
+                ours,
+                "; cores {} apart: {}",
+                c.label(),
+                judge_pairs(&here).0
+            );
+        }
+    }
+    let (scope, verdict) = match judged_in {
+        Some(k) => (
+            format!(
+                "the pairs whose probes put the cores {} apart (the nearest placement with {MIN_PAIRS} pairs or more)",
+                out.classes.list[k].label()
+            ),
+            judge_pairs(&in_class(k)).1,
+        ),
+        None => (
+            if out.classes.list.is_empty() {
+                "all pairs (no placement probes)".to_string()
+            } else {
+                format!("all pairs (no placement held {MIN_PAIRS})")
+            },
+            verdict,
+        ),
+    };
+    let verdict = match (pairs.is_empty(), verdict) {
+        (true, _) => (Verdict::NotMeasured, "the concurrent scenario did not run".to_string()),
+        (_, Some(true)) => (
             Verdict::Holds,
-            format!("lock_free faster in at least {need} of {n} repeats paired as they ran"),
-        )
-    } else if n - wins >= need {
-        (
+            format!("lock_free faster in at least {:.0}% of {scope}", AGREE * 100.0),
+        ),
+        (_, Some(false)) => (
             Verdict::Fails,
-            format!("locked faster in at least {need} of {n} repeats paired as they ran"),
-        )
-    } else {
-        (
+            format!("locked faster in at least {:.0}% of {scope}", AGREE * 100.0),
+        ),
+        (_, None) => (
             Verdict::NotMeasurableHere,
             format!(
-                "the repeats disagree (neither faster in {need} of {n}): on this machine which one wins depends on the moment each repeat caught; failed compare-and-swaps per operation are not counted yet"
+                "neither faster in {:.0}% of {scope}: which one wins depends on the moment each repeat caught",
+                AGREE * 100.0
             ),
-        )
+        ),
     };
     Claim::new(
         "lockfree-beats-mutex-contended",
         format!("Under contention LOCKFREE beats MUTEX ({t} threads here)"),
         "41.79 vs 69.54 ns/op (4 threads)",
-        format!(
-            "{} vs {} ns/op (medians); {pairs}",
-            f(out.ns(Scenario::Concurrent, LockFree)),
-            f(out.ns(Scenario::Concurrent, Locked))
-        ),
+        ours,
         verdict,
     )
     .at("second table, MUTEX and LOCKFREE rows (T=4)")
@@ -416,6 +509,10 @@ impl Report<Config> for Outcome {
             .map(|(cell, s)| json!({ "cell": cell, "samples": s }))
             .collect();
         let mut m = Map::new();
+        m.insert(
+            "placements".into(),
+            placed::classes_json(&self.classes, self.probes),
+        );
         m.insert("ratios".into(), Value::Object(ratios));
         m.insert("samples".into(), Value::Array(samples));
         m

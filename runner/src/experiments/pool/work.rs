@@ -6,7 +6,9 @@ use crate::lab::error::{Error, Result};
 use crate::lab::harness::{on_core as one, together};
 use crate::lab::stop;
 use handoff_clock::Timer;
-use handoff_pool::policy::{LockFree, Locked, Policy, SingleThreaded, ThreadCached};
+use handoff_pool::policy::{
+    contention, Contention, LockFree, Locked, Policy, SingleThreaded, ThreadCached,
+};
 use handoff_pool::{Capacity, Pool};
 use serde::{Deserialize, Serialize};
 use std::hint::black_box;
@@ -156,6 +158,17 @@ pub struct Sample {
     pub ns: f64,
     /// Bulk only: ns per release.
     pub free_ns: Option<f64>,
+    /// Concurrent `lock_free` and `locked` only: failed compare-and-swaps of the head
+    /// (`lock_free`) or lock acquisitions that found the mutex held (`locked`), per
+    /// allocate + release, all threads (`handoff_pool::policy::contention`).
+    #[serde(default)]
+    pub contended_per_op: Option<f64>,
+    /// Concurrent scenario on two or more cores: the round trip of a cache line between
+    /// the first two threads' cores, probed just before and just after the repeat
+    /// (`lab::harness::link_probe`), ns; it tags the repeat with the host's placement
+    /// of the cores.
+    #[serde(default)]
+    pub around_ns: Option<(f64, f64)>,
 }
 
 /// Slots of a pool for the interleaved and concurrent loops: far more than is live,
@@ -219,6 +232,8 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
             Ok(Sample {
                 ns: to_ns(a, n),
                 free_ns: Some(to_ns(f, n)),
+                contended_per_op: None,
+                around_ns: None,
             })
         }
         Scenario::Interleaved => {
@@ -232,23 +247,38 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
             Ok(Sample {
                 ns: to_ns(t, n),
                 free_ns: None,
+                contended_per_op: None,
+                around_ns: None,
             })
         }
         Scenario::Concurrent => {
             let pins = &cfg.placement.threads();
             let t = cell.threads;
-            let wall = match cell.contender {
-                Contender::SingleThreaded => one(timer, stop::flag(), cpu, move || {
-                    interleaved::<SingleThreaded>(timer, n)
-                })?,
-                Contender::Locked => concurrent::<Locked>(timer, pins, t, n)?,
-                Contender::LockFree => concurrent::<LockFree>(timer, pins, t, n)?,
-                Contender::ThreadCached => concurrent::<ThreadCached>(timer, pins, t, n)?,
-                Contender::Malloc | Contender::Mimalloc => concurrent_malloc(timer, pins, t, n)?,
+            let (wall, contended) = match cell.contender {
+                Contender::SingleThreaded => (
+                    one(timer, stop::flag(), cpu, move || {
+                        interleaved::<SingleThreaded>(timer, n)
+                    })?,
+                    None,
+                ),
+                Contender::Locked => {
+                    let (w, c) = concurrent::<Locked>(timer, pins, t, n)?;
+                    (w, Some(c.waited_locks))
+                }
+                Contender::LockFree => {
+                    let (w, c) = concurrent::<LockFree>(timer, pins, t, n)?;
+                    (w, Some(c.failed_swaps))
+                }
+                Contender::ThreadCached => (concurrent::<ThreadCached>(timer, pins, t, n)?.0, None),
+                Contender::Malloc | Contender::Mimalloc => {
+                    (concurrent_malloc(timer, pins, t, n)?, None)
+                }
             };
             Ok(Sample {
                 ns: to_ns(wall, n * t),
                 free_ns: None,
+                contended_per_op: contended.map(|c| c as f64 / (n * t) as f64),
+                around_ns: None,
             })
         }
     }
@@ -320,15 +350,35 @@ fn interleaved_malloc(timer: Timer, n: usize) -> u64 {
     timer.now() - t0
 }
 
-fn concurrent<P: Policy>(timer: Timer, pins: &[usize], threads: usize, n: usize) -> Result<u64>
+/// The concurrent loop on one pool shared by `threads` threads: the wall time, and the
+/// contention all threads met (`handoff_pool::policy::contention`, read by each thread
+/// around its loop).
+fn concurrent<P: Policy>(
+    timer: Timer,
+    pins: &[usize],
+    threads: usize,
+    n: usize,
+) -> Result<(u64, Contention)>
 where
     Pool<Block, P>: Sync,
 {
     let pool = Pool::<Block, P>::new(Capacity::Fixed(loop_slots(threads)))
         .map_err(|e| Error::Run(format!("pool: {e}")))?;
-    together(timer, stop::flag(), pins, threads, |_| {
-        interleaved_loop(&pool, n)
-    })
+    let total = std::sync::Mutex::new(Contention::default());
+    let wall = together(timer, stop::flag(), pins, threads, |_| {
+        let before = contention();
+        interleaved_loop(&pool, n);
+        let met = contention().since(before);
+        let mut t = total
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        t.failed_swaps += met.failed_swaps;
+        t.waited_locks += met.waited_locks;
+    })?;
+    let met = total
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    Ok((wall, met))
 }
 
 fn concurrent_malloc(timer: Timer, pins: &[usize], threads: usize, n: usize) -> Result<u64> {
