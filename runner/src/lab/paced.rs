@@ -172,6 +172,7 @@ pub fn run_sliced<V: Named, X>(
         classes: Classes::of(&probes),
         probes: probes.len(),
         freq_hz: clock.calibration().freq_hz,
+        step_ns: 0.0,
     })
 }
 

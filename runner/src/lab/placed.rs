@@ -31,6 +31,9 @@ pub struct Placements {
     pub probes: usize,
     /// The clock's frequency (Hz), for throughput per placement.
     pub freq_hz: f64,
+    /// The clock's step, ns (`handoff_clock::ReadCost::step_ns`): two latencies closer
+    /// than this cannot be told apart.
+    pub step_ns: f64,
 }
 
 impl Placements {
@@ -176,6 +179,28 @@ pub fn compare(
     )
 }
 
+/// [`compare`] with a rule that may not tell (`None`: the two figures are closer than
+/// the measurement can resolve, such as one step of the clock). The claim is judged in
+/// the nearest placement holding [`MIN_SHARE`] of both contenders' slices where the
+/// rule tells; where it tells in none, the claim is not measurable here.
+pub fn compare_resolved(
+    classes: &Classes,
+    (an, a): (&str, &Measured),
+    (bn, b): (&str, &Measured),
+    q: f64,
+    rule: impl Fn(f64, f64) -> Option<bool>,
+    rule_text: &str,
+) -> (String, (Verdict, String)) {
+    compare_core(
+        classes,
+        (an, a),
+        (bn, b),
+        &[q],
+        |x, y| rule(x[0], y[0]),
+        rule_text,
+    )
+}
+
 /// [`compare`] on several quantiles at once: `rule` gets the `qs` quantiles of `a` and
 /// of `b`, in the order of `qs`, within one placement.
 pub fn compare_at(
@@ -184,6 +209,24 @@ pub fn compare_at(
     (bn, b): (&str, &Measured),
     qs: &[f64],
     rule: impl Fn(&[f64], &[f64]) -> bool,
+    rule_text: &str,
+) -> (String, (Verdict, String)) {
+    compare_core(
+        classes,
+        (an, a),
+        (bn, b),
+        qs,
+        |x, y| Some(rule(x, y)),
+        rule_text,
+    )
+}
+
+fn compare_core(
+    classes: &Classes,
+    (an, a): (&str, &Measured),
+    (bn, b): (&str, &Measured),
+    qs: &[f64],
+    rule: impl Fn(&[f64], &[f64]) -> Option<bool>,
     rule_text: &str,
 ) -> (String, (Verdict, String)) {
     let at =
@@ -204,7 +247,16 @@ pub fn compare_at(
     };
     let judge = |x: &Latency, y: &Latency| rule(&at(x), &at(y));
     let merged = pair(&a.latency, &b.latency);
-    let Some(k) = common(a, b, classes) else {
+    let eligible: Vec<usize> = (0..classes.list.len())
+        .filter(|&k| share(a, classes, k) >= MIN_SHARE && share(b, classes, k) >= MIN_SHARE)
+        .collect();
+    let unresolved = |why: String| {
+        (
+            Verdict::NotMeasurableHere,
+            format!("{rule_text}: the two are closer than the measurement resolves ({why})"),
+        )
+    };
+    if eligible.is_empty() {
         let why = if classes.list.is_empty() {
             "no placement probes (one core, or unsliced runs)".to_string()
         } else {
@@ -213,19 +265,27 @@ pub fn compare_at(
                 MIN_SHARE * 100.0
             )
         };
-        let (v, r) = holds(
-            judge(&a.latency, &b.latency),
-            format!("{rule_text}, merged histograms: {why}"),
-        );
-        return (merged, (v, r));
+        let verdict = match judge(&a.latency, &b.latency) {
+            Some(ok) => holds(ok, format!("{rule_text}, merged histograms: {why}")),
+            None => unresolved(format!("merged histograms: {why}")),
+        };
+        return (merged, verdict);
+    }
+    let placed_in = |k: usize| {
+        (
+            a.in_class(classes, k).expect("eligible placement"),
+            b.in_class(classes, k).expect("eligible placement"),
+        )
     };
+    // The nearest placement where the rule tells.
+    let decided = eligible.iter().copied().find_map(|k| {
+        let (pa, pb) = placed_in(k);
+        judge(&pa.latency, &pb.latency).map(|v| (k, v))
+    });
+    let k = decided.map_or(eligible[0], |(k, _)| k);
+    let (pa, pb) = placed_in(k);
     let mut others = Vec::new();
     let mut disagree = Vec::new();
-    let (pa, pb) = (
-        a.in_class(classes, k).expect("common placement"),
-        b.in_class(classes, k).expect("common placement"),
-    );
-    let judged = judge(&pa.latency, &pb.latency);
     for (j, c) in classes.list.iter().enumerate() {
         if j == k {
             continue;
@@ -238,11 +298,11 @@ pub fn compare_at(
                 y.slices,
                 pair(&x.latency, &y.latency)
             ));
-            if share(a, classes, j) >= MIN_SHARE
-                && share(b, classes, j) >= MIN_SHARE
-                && judge(&x.latency, &y.latency) != judged
-            {
-                disagree.push(c.label());
+            let other = judge(&x.latency, &y.latency);
+            if let (true, Some((_, v)), Some(o)) = (eligible.contains(&j), decided, other) {
+                if o != v {
+                    disagree.push(c.label());
+                }
             }
         }
     }
@@ -257,10 +317,26 @@ pub fn compare_at(
         let _ = write!(ours, "; {o}");
     }
     let _ = write!(ours, "; all slices: {merged}");
+    let Some((_, judged)) = decided else {
+        return (
+            ours,
+            unresolved(format!(
+                "in every placement holding {:.0}% of both contenders' slices",
+                MIN_SHARE * 100.0
+            )),
+        );
+    };
+    let nearer = eligible.iter().take_while(|&&j| j != k).count();
     let mut reason = format!(
         "{rule_text}, judged within one placement of the two cores: the nearest where both ran ({label} round trip; at least {:.0}% of each one's slices)",
         MIN_SHARE * 100.0
     );
+    if nearer > 0 {
+        let _ = write!(
+            reason,
+            " and the figures can be told apart (in {nearer} nearer placement(s) they are closer than the measurement resolves)"
+        );
+    }
     if !disagree.is_empty() {
         let _ = write!(
             reason,
@@ -393,6 +469,23 @@ mod tests {
             "{ours}"
         );
         assert!(reason.contains("other way"), "{reason}");
+    }
+
+    #[test]
+    fn a_placement_that_cannot_tell_passes_the_judgement_on() {
+        // Near: 100 vs 105, within a 10 ns step. Far: 400 vs 500.
+        let a = measured(&[(100.0, 100, 30), (600.0, 400, 10)]);
+        let b = measured(&[(100.0, 105, 30), (600.0, 500, 10)]);
+        let c = classes(&[&a, &b]);
+        let lower = |x: f64, y: f64| ((x - y).abs() > 10.0).then_some(x < y);
+        let (ours, (v, reason)) = compare_resolved(&c, ("a", &a), ("b", &b), 0.5, lower, "a < b");
+        assert_eq!(v, Verdict::Holds, "{ours} / {reason}");
+        assert!(ours.contains("a 400 ns vs b 500 ns"), "{ours}");
+        assert!(reason.contains("nearer placement"), "{reason}");
+        // Within the step everywhere: not measurable here.
+        let b = measured(&[(100.0, 105, 30), (600.0, 405, 10)]);
+        let (_, (v, reason)) = compare_resolved(&c, ("a", &a), ("b", &b), 0.5, lower, "a < b");
+        assert_eq!(v, Verdict::NotMeasurableHere, "{reason}");
     }
 
     #[test]

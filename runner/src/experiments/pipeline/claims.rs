@@ -100,10 +100,10 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             (fname, f),
             (mn, m),
             0.5,
-            |x, y| tie(x, y, out.clock_step_ns),
+            |x, y| tie(x, y, out.placements.step_ns),
             &format!(
                 "a tie, both ways: the freelist's p50 within 5% of malloc's or within the clock's step ({}), above or below; absolute figures differ by machine",
-                fmt_ns(out.clock_step_ns)
+                fmt_ns(out.placements.step_ns)
             ),
         );
         v.push(
@@ -170,7 +170,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
         ).at("Headline latency (CCDF): malloc's max"));
         // "No worse" within the clock's step: two p50s closer than one step cannot be
         // told apart.
-        let step = out.clock_step_ns;
+        let step = out.placements.step_ns;
         let no_worse = move |x: f64, y: f64| x <= y + step;
         let step_text = format!("within the clock's step ({})", fmt_ns(step));
         if let Some(a) = h(Variant::ArenaBatchHandoff) {

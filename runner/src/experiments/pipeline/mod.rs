@@ -96,7 +96,7 @@ impl Experiment for Pipeline {
         let mut outcome = execute(cfg, &clock, rounds, &bar)?;
         outcome.risk_rounds = rounds;
         outcome.check_ns = check_ns;
-        outcome.clock_step_ns = session.env.clock_read_cost_ns.step_ns;
+        outcome.placements.step_ns = session.env.clock_read_cost_ns.step_ns;
         Ok(outcome)
     }
 }

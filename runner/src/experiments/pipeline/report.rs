@@ -29,8 +29,6 @@ pub struct Outcome {
     pub check_ns: f64,
     /// The placements of the producer's and the consumer's cores.
     pub placements: Placements,
-    /// The clock's step, ns (`handoff_clock::ReadCost::step_ns`): the tie's resolution.
-    pub clock_step_ns: f64,
 }
 
 impl Outcome {

@@ -84,7 +84,9 @@ impl Experiment for Queue {
 
     fn run(cfg: &Config, session: &mut Session) -> Result<Outcome> {
         let bar = session.progress(0)?;
-        execute(cfg, &session.clock, &bar)
+        let mut out = execute(cfg, &session.clock, &bar)?;
+        out.placements.step_ns = session.env.clock_read_cost_ns.step_ns;
+        Ok(out)
     }
 }
 
