@@ -39,7 +39,7 @@ pub struct Placements {
 impl Placements {
     /// The results' top-level `placements` field ([`classes_json`]).
     pub fn json(&self) -> Value {
-        classes_json(&self.classes, self.probes)
+        classes_json(&self.classes, self.probes, SLICE_PROBE)
     }
 
     /// A contender's figures per placement ([`placements_json`]).
@@ -59,13 +59,18 @@ fn share(m: &Measured, classes: &Classes, class: usize) -> f64 {
     }
 }
 
-/// The classes as the results' `placements` field: each with its label, median round
-/// trip and probe count, and how many probes fell in none.
-pub fn classes_json(classes: &Classes, probes: usize) -> Value {
+/// What the paced experiments' probes measure, for [`classes_json`].
+pub const SLICE_PROBE: &str =
+    "between the producer's and the consumer's core, before and after every slice";
+
+/// The classes as the results' `placements` field: what was probed (`between`: which
+/// cores, and when), each class with its label, median round trip and probe count, and
+/// how many probes fell in none.
+pub fn classes_json(classes: &Classes, probes: usize, between: &str) -> Value {
     let placed: usize = classes.list.iter().map(|c| c.probes).sum();
     json!({
         "probe": format!(
-            "median round trip of a cache line between the producer's and the consumer's core, {} trips, before and after every slice",
+            "median round trip of a cache line {between}, {} trips",
             super::harness::PROBE_TRIPS
         ),
         "classes": classes.list.iter().map(|c| json!({

@@ -515,7 +515,11 @@ impl Report<Config> for Outcome {
         let mut m = Map::new();
         m.insert(
             "placements".into(),
-            placed::classes_json(&self.classes, self.probes),
+            placed::classes_json(
+                &self.classes,
+                self.probes,
+                "between the first two threads' cores, before and after every repeat of the concurrent scenario",
+            ),
         );
         m.insert("ratios".into(), Value::Object(ratios));
         m.insert("samples".into(), Value::Array(samples));
