@@ -174,12 +174,12 @@ pub fn compare(
     rule: impl Fn(f64, f64) -> bool,
     rule_text: &str,
 ) -> (String, (Verdict, String)) {
-    compare_at(
+    compare_resolved(
         classes,
         (an, a),
         (bn, b),
-        &[q],
-        |x, y| rule(x[0], y[0]),
+        q,
+        |x, y| Some(rule(x, y)),
         rule_text,
     )
 }

@@ -150,9 +150,14 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             }).at("Setup (paced at 1 M items/sec); Takeaway"));
         }
         // The comparative p50 claims: judged within one placement of the two cores
-        // (`lab::placed`), every placement's figures given.
-        let cmp = |a: &Cell, b: &Cell, rule: fn(f64, f64) -> bool, text: &str| {
-            placed::compare(
+        // (`lab::placed`), every placement's figures given. "Lower" counts where the two
+        // p50s are more than one step of the clock apart; closer, the placement cannot
+        // tell.
+        let step = out.placements.step_ns;
+        let lower = move |a: f64, b: f64| ((a - b).abs() > step).then_some(a < b);
+        let step_text = format!("more than the clock's step ({}) apart", fmt_ns(step));
+        let cmp = |a: &Cell, b: &Cell, rule: &dyn Fn(f64, f64) -> Option<bool>, text: &str| {
+            placed::compare_resolved(
                 &out.placements.classes,
                 (a.variant.name(), &a.measured),
                 (b.variant.name(), &b.measured),
@@ -165,7 +170,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             let (here, verdict) = cmp(
                 ours,
                 ring,
-                |a, b| a <= b * 1.05,
+                &|a, b| Some(a <= b * 1.05),
                 "handoff-spsc p50 <= 1.05x cpp-ring p50",
             );
             v.push(
@@ -181,26 +186,12 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 .at("project target beside the Headline section"),
             );
         }
-        // "Lower" where the two p50s are more than one step of the clock apart; closer,
-        // the placement cannot tell.
-        let step = out.placements.step_ns;
-        let lower = move |a: f64, b: f64| ((a - b).abs() > step).then_some(a < b);
-        let step_text = format!("more than the clock's step ({}) apart", fmt_ns(step));
-        let below = |a: &Cell, b: &Cell, text: String| {
-            placed::compare_resolved(
-                &out.placements.classes,
-                (a.variant.name(), &a.measured),
-                (b.variant.name(), &b.measured),
-                0.5,
-                lower,
-                &text,
-            )
-        };
         if let (Some(ring), Some(private)) = (h(Variant::CppRing), h(Variant::CppRingPrivate)) {
-            let (here, verdict) = below(
+            let (here, verdict) = cmp(
                 private,
                 ring,
-                format!("cpp-ring-private p50 < cpp-ring p50, {step_text}"),
+                &lower,
+                &format!("cpp-ring-private p50 < cpp-ring p50, {step_text}"),
             );
             v.push(
                 Claim::new(
@@ -214,10 +205,11 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             );
         }
         if let (Some(stamped), Some(peer)) = (h(Variant::HandoffStamped), h(Variant::Rtrb)) {
-            let (here, verdict) = below(
+            let (here, verdict) = cmp(
                 stamped,
                 peer,
-                format!("handoff-stamped p50 < rtrb p50, {step_text}"),
+                &lower,
+                &format!("handoff-stamped p50 < rtrb p50, {step_text}"),
             );
             v.push(Claim::new(
                 "stamped-p50",
