@@ -131,7 +131,8 @@ pub fn slice_items(items: usize, step: Step) -> usize {
 /// step)` measures one and returns its stamps, and the round trip between cores `a`
 /// and `b` is probed before the first slice and after every slice, so that each slice
 /// is tagged with the placement of the cores (`lab::placed`). Returns the placements
-/// the probes found.
+/// the probes found, with `step_ns`, the clock's step the claims resolve at
+/// (`handoff_clock::ReadCost::step_ns`, as the session's environment records it).
 #[allow(clippy::too_many_arguments)]
 pub fn run_sliced<V: Named, X>(
     bar: &indicatif::ProgressBar,
@@ -141,6 +142,7 @@ pub fn run_sliced<V: Named, X>(
     label: impl Fn(&Cell<V, X>) -> String,
     clock: &Clock,
     (a, b): (usize, usize),
+    step_ns: f64,
     mut slice: impl FnMut(&mut Cell<V, X>, usize, Step) -> Result<Stamps>,
 ) -> Result<Placements> {
     for g in &mut plan {
@@ -172,7 +174,7 @@ pub fn run_sliced<V: Named, X>(
         classes: Classes::of(&probes),
         probes: probes.len(),
         freq_hz: clock.calibration().freq_hz,
-        step_ns: 0.0,
+        step_ns,
     })
 }
 

@@ -93,10 +93,10 @@ impl Experiment for Pipeline {
             cfg.work_ns
         );
         let bar = session.progress(0)?;
-        let mut outcome = execute(cfg, &clock, rounds, &bar)?;
+        let step_ns = session.env.clock_read_cost_ns.step_ns;
+        let mut outcome = execute(cfg, &clock, rounds, step_ns, &bar)?;
         outcome.risk_rounds = rounds;
         outcome.check_ns = check_ns;
-        outcome.placements.step_ns = session.env.clock_read_cost_ns.step_ns;
         Ok(outcome)
     }
 }
@@ -110,6 +110,7 @@ pub fn execute(
     cfg: &Config,
     clock: &Clock,
     rounds: u32,
+    step_ns: f64,
     progress: &indicatif::ProgressBar,
 ) -> Result<Outcome> {
     let mut out = Outcome::default();
@@ -162,6 +163,7 @@ pub fn execute(
         label,
         clock,
         (producer, consumer),
+        step_ns,
         |cell, items, step| {
             let spec = RunSpec {
                 items,

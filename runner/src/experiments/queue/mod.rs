@@ -84,9 +84,8 @@ impl Experiment for Queue {
 
     fn run(cfg: &Config, session: &mut Session) -> Result<Outcome> {
         let bar = session.progress(0)?;
-        let mut out = execute(cfg, &session.clock, &bar)?;
-        out.placements.step_ns = session.env.clock_read_cost_ns.step_ns;
-        Ok(out)
+        let step_ns = session.env.clock_read_cost_ns.step_ns;
+        execute(cfg, &session.clock, step_ns, &bar)
     }
 }
 
@@ -104,7 +103,12 @@ impl paced::Named for Variant {
 /// one offered rate alternate slice by slice (`lab::rotate::groups`), and the round trip
 /// between the two cores is probed between consecutive slices, so that each slice is
 /// tagged with the host's placement of the cores (`lab::placed`).
-pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -> Result<Outcome> {
+pub fn execute(
+    cfg: &Config,
+    clock: &Clock,
+    step_ns: f64,
+    progress: &indicatif::ProgressBar,
+) -> Result<Outcome> {
     let mut out = Outcome::default();
     for &mode in &cfg.modes {
         let rates: Vec<Option<f64>> = match mode {
@@ -149,6 +153,7 @@ pub fn execute(cfg: &Config, clock: &Clock, progress: &indicatif::ProgressBar) -
         label,
         clock,
         (producer, consumer),
+        step_ns,
         |cell, items, _| {
             let spec = RunSpec {
                 items,
