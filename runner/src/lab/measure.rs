@@ -88,7 +88,15 @@ pub struct RunSummary {
     pub consumer_stall_ns: u64,
     /// Items whose latency was at least [`STALL_NS`].
     pub items_over_stall_ns: u64,
+    /// The consumer's period (ns per item) while items waited for it: the mean gap
+    /// between two receive stamps when the second item had been sent before the
+    /// consumer stamped the first, gaps of [`STALL_NS`] or more left out. `None` when
+    /// fewer than [`MIN_BACKLOGGED`] items found the consumer busy.
+    pub consumer_period_ns: Option<f64>,
 }
+
+/// Backlogged items a run needs for a [`RunSummary::consumer_period_ns`].
+pub const MIN_BACKLOGGED: u64 = 1000;
 
 /// The gap that counts as a consumer stall (10 us: about 80 lock-free handoffs).
 pub const STALL_NS: u64 = 10_000;
@@ -160,6 +168,8 @@ struct RunAcc {
     span: u64,
     off_core: u64,
     bad_items: u64,
+    backlogged: u64,
+    backlogged_ticks: u64,
 }
 
 /// The cross-core round trips (ns) probed just before and just after one slice of a
@@ -234,6 +244,16 @@ impl Measured {
     pub fn mean_depth(&self) -> Option<f64> {
         let rate = self.achieved_hz()?;
         (self.latency.count() > 0).then(|| rate * self.latency.mean() * 1e-9)
+    }
+
+    /// Median over the runs of [`RunSummary::consumer_period_ns`].
+    pub fn consumer_period_ns(&self) -> Option<f64> {
+        median(
+            self.runs
+                .iter()
+                .filter_map(|r| r.consumer_period_ns)
+                .collect(),
+        )
     }
 
     /// Runs below 95% of the offered rate.
@@ -314,6 +334,12 @@ impl Measured {
                 acc.stalls += 1;
                 acc.stall_ticks += gap;
             }
+            // Item k waited for the consumer: the gap is the consumer's own period.
+            let period = data.recv[k].saturating_sub(data.recv[k - 1]);
+            if data.send[k] <= data.recv[k - 1] && period < stall_ticks {
+                acc.backlogged += 1;
+                acc.backlogged_ticks += period;
+            }
         }
         if let (Some(&a), Some(&b)) = (data.send.first(), data.send.last()) {
             if b > a {
@@ -391,6 +417,8 @@ impl Measured {
             consumer_stalls: acc.stalls,
             consumer_stall_ns: clock.ticks_to_ns(acc.stall_ticks),
             items_over_stall_ns: acc.over,
+            consumer_period_ns: (acc.backlogged >= MIN_BACKLOGGED)
+                .then(|| acc.backlogged_ticks as f64 * 1e9 / freq / acc.backlogged as f64),
         });
         self.latency
             .merge(lat)
@@ -687,5 +715,46 @@ pub fn percentile_panels(
         ],
         x: x_label.into(),
         y: y_label.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use handoff_clock::{Source, Timer};
+
+    /// A run whose items are sent at `send` and received at `recv` (ticks are ns).
+    fn period(send: Vec<u64>, recv: Vec<u64>) -> Option<f64> {
+        let clock = Clock::monotonic();
+        let timer = Timer::with_frequency(Source::Tsc, 1e9);
+        let stamps = Stamps {
+            schedule: Schedule::new(0, None, timer),
+            send,
+            recv,
+            off_core: 0,
+            bad_items: 0,
+        };
+        let mut m = Measured::new(None, stamps.send.len());
+        m.add(&stamps, &clock, "x").unwrap();
+        m.consumer_period_ns()
+    }
+
+    #[test]
+    fn consumer_period_is_read_where_items_waited() {
+        // Every item is in the queue before the consumer takes the one before it: the
+        // consumer's period (40 ns) is the gap between receive stamps.
+        let send: Vec<u64> = (0..2000).map(|i| 1_000 + i).collect();
+        let mut recv: Vec<u64> = (0..2000).map(|i| 10_000 + 40 * i).collect();
+        assert_eq!(period(send.clone(), recv.clone()), Some(40.0));
+        // An interruption of 20 us (a stall) is not the consumer's period.
+        for r in &mut recv[1000..] {
+            *r += 20_000;
+        }
+        assert_eq!(period(send, recv), Some(40.0));
+        // Items that arrive after the consumer was done (paced, never backlogged) say
+        // nothing about its period.
+        let send: Vec<u64> = (0..2000).map(|i| 1_000 + 1_000 * i).collect();
+        let recv: Vec<u64> = send.iter().map(|s| s + 100).collect();
+        assert_eq!(period(send, recv), None);
     }
 }

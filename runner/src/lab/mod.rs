@@ -23,6 +23,7 @@ pub mod results;
 pub mod rotate;
 pub mod schema;
 pub mod session;
+pub mod shape;
 pub mod stop;
 pub mod topology;
 

@@ -161,6 +161,14 @@ pub fn common(a: &Measured, b: &Measured, classes: &Classes) -> Option<usize> {
         .find(|&k| share(a, classes, k) >= MIN_SHARE && share(b, classes, k) >= MIN_SHARE)
 }
 
+/// One contender's figures in the nearest placement holding at least [`MIN_SHARE`] of
+/// its slices (see [`common`]), with that placement's label; `None` without placement
+/// data.
+pub fn nearest(m: &Measured, classes: &Classes) -> Option<(String, Placed)> {
+    let k = common(m, m, classes)?;
+    Some((classes.list[k].label(), m.in_class(classes, k)?))
+}
+
 /// A comparative latency claim judged within one placement: `rule(a, b)` on the
 /// `q` quantiles of contenders `a` and `b`, in the placement [`common`] picks. Returns
 /// what we measured (that placement's figures, every other placement's, and the merged

@@ -30,9 +30,10 @@ pub fn saturation_point(cells: &[&Cell]) -> Option<f64> {
 /// `noise` (the probes of the consumer's core, when they ran) turns a tail claim that
 /// this machine cannot show into "not measurable here": when the consumer core's
 /// interruptions alone put the latency floor above what the claim needs, no queue
-/// could show it on this core.
+/// could show it on this core. The higher of the two probes' floors is used: the
+/// host's pauses come and go, and one quiet second does not make the run's tails quiet.
 pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
-    let floor = |q: f64| noise.and_then(|n| n.floor(q));
+    let floor = |q: f64| noise.and_then(|n| n.worst_floor(q));
     let floor_text = |q: f64, name: &str| {
         floor(q)
             .map(|f| {
@@ -219,6 +220,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 verdict,
             ).at("project target beside the Headline section"));
         }
+        v.extend(super::shapes::pdf(out, &at));
     }
 
     if out.of(Mode::Sweep).next().is_some() {
@@ -269,6 +271,11 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 .at("What happens as offered load rises"),
             );
         }
+        v.extend(super::shapes::sweep(
+            out,
+            noise,
+            saturation_point(&sweep(Variant::MutexCondvar)),
+        ));
         let ring = sweep(Variant::CppRing);
         if let Some(top) = ring.last() {
             let cap = ring
@@ -317,6 +324,8 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
         if let (Some(a), Some(b)) = (t(Variant::HandoffSpsc), t(Variant::CppRing)) {
             v.push(Claim::new("handoff-throughput", "handoff-spsc saturated throughput at least cpp-ring's (the same ring, with each side's own index kept privately and the other side's cached)", "(project target)", format!("handoff-spsc {:.1} M/s vs cpp-ring {:.1} M/s ({:.2}x)", a / 1e6, b / 1e6, a / b), holds(a >= b, "handoff-spsc >= cpp-ring, medians of runs")).at("project target beside the Throughput section"));
         }
+        v.extend(super::shapes::throughput(out));
+        v.extend(super::shapes::boost_peak(out));
     }
     v
 }

@@ -5,6 +5,7 @@
 
 pub mod claims;
 pub mod report;
+pub mod shapes;
 pub mod work;
 
 mod args;
