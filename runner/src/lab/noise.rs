@@ -392,6 +392,15 @@ impl Probes {
         self.floors(q).max()
     }
 
+    /// The longest single interruption either probe saw on any probed core (ns).
+    pub fn longest_gap_ns(&self) -> Option<u64> {
+        [&self.before, &self.after]
+            .into_iter()
+            .flatten()
+            .flat_map(|p| p.cores.iter().map(|c| c.max_ns))
+            .max()
+    }
+
     fn floors(&self, q: f64) -> impl Iterator<Item = u64> + '_ {
         [&self.before, &self.after]
             .into_iter()

@@ -93,6 +93,11 @@ pub fn config(
             variants,
             bg_shares_core,
             cross_l3: a.cross_l3,
+            l3_groups: topo
+                .l3_groups
+                .iter()
+                .filter(|g| g.iter().any(|c| topo.allowed.contains(c)))
+                .count(),
             rate_hz,
             items,
             capacity,
@@ -220,6 +225,8 @@ pub struct Settings {
     pub bg_shares_core: bool,
     /// Producer and consumer were placed on different L3 groups.
     pub cross_l3: bool,
+    /// L3 groups among the allowed cores (the cross-L3 claims need two).
+    pub l3_groups: usize,
     /// Offered order rate (headline and sweep).
     pub rate_hz: f64,
     /// Orders per run.
@@ -282,6 +289,33 @@ mod tests {
             let note = c.placement.note();
             (c, note)
         })
+    }
+
+    #[test]
+    fn cross_l3_claims_say_what_they_need() {
+        use crate::experiments::pipeline::{cross_l3, Outcome};
+        use crate::lab::claims::Verdict;
+        let verdicts = |args: &[&str], topo: &Topology| -> Vec<(&'static str, Verdict)> {
+            let (c, _) = config_of(args, topo).unwrap();
+            cross_l3::claims(&Outcome::default(), &c, (None, None))
+                .into_iter()
+                .map(|x| (x.id, x.verdict))
+                .collect()
+        };
+        // One L3 group: cannot be measured on this machine at all.
+        let one = verdicts(&[], &two());
+        assert_eq!(one.len(), 4);
+        assert!(one.iter().all(|(_, v)| *v == Verdict::NotMeasurableHere));
+        // Two groups, not asked for: not measured (the machine could).
+        let (c, _) = config_of(&[], &sixteen()).unwrap();
+        assert_eq!((c.l3_groups, c.cross_l3), (2, false));
+        assert!(verdicts(&[], &sixteen())
+            .iter()
+            .all(|(_, v)| *v == Verdict::NotMeasured));
+        // Asked for, but nothing ran: never a verdict without figures.
+        assert!(verdicts(&["--cross-l3"], &sixteen())
+            .iter()
+            .all(|(_, v)| *v == Verdict::NotMeasured));
     }
 
     #[test]

@@ -260,6 +260,103 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             ).at("What this doesn't show: no jemalloc / mimalloc / tcmalloc comparison"));
         }
     }
+    if let (Some(m), Some(f), Some(a)) = (
+        h(Variant::Malloc),
+        h(Variant::FreelistReturnQueue),
+        h(Variant::ArenaBatchHandoff),
+    ) {
+        let three = [m, f, a];
+        let per_run =
+            |c: &Cell| -> Vec<f64> { c.runs.iter().map(|r| r.throughput_items_per_s).collect() };
+        let mhz = |x: f64| format!("{:.4} M/s", x / 1e6);
+        let held = three.iter().all(|c| {
+            c.runs
+                .iter()
+                .all(|r| r.throughput_items_per_s >= 0.95 * cfg.rate_hz)
+        });
+        v.push(
+            Claim::new(
+                "throughput-held",
+                "At the paced rate all three variants sustain close to the offered 1 M/s",
+                "close to 1 M/s for all three",
+                three
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{} {} (median of {} runs)",
+                            c.variant.name(),
+                            mhz(c.throughput().unwrap_or(f64::NAN)),
+                            c.runs.len()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                headline(holds(
+                    held,
+                    format!(
+                        "every run of every variant delivered at least 95% of the offered {}",
+                        mhz(cfg.rate_hz)
+                    ),
+                )),
+            )
+            .at("Throughput"),
+        );
+        let fr = per_run(f);
+        let sd = |v: &[f64]| crate::lab::claims::variance(v).map_or(f64::NAN, f64::sqrt);
+        // A paced run's throughput moves only with how its last items are delayed: one
+        // host pause of the longest length the probes saw, at the end of a run, shifts
+        // it by rate x pause / run length. Spreads within that are the host's.
+        let run_s = cfg.items as f64 / cfg.rate_hz;
+        let shift = noise
+            .and_then(|n| n.longest_gap_ns())
+            .map(|g| cfg.rate_hz * g as f64 * 1e-9 / run_s);
+        let against: Vec<(&str, (Option<bool>, f64))> = [m, a]
+            .iter()
+            .map(|c| {
+                let other = per_run(c);
+                let (t, r) = crate::lab::claims::spread_lower(&fr, &other);
+                let host = shift.is_some_and(|s| sd(&fr).max(sd(&other)) <= s);
+                (c.variant.name(), (t.filter(|_| !host), r))
+            })
+            .collect();
+        let ours = format!(
+            "standard deviation of the runs' throughput: freelist {:.1}, malloc {:.1}, arena {:.1} items/s; variance ratios {}{}",
+            sd(&fr),
+            sd(&per_run(m)),
+            sd(&per_run(a)),
+            against
+                .iter()
+                .map(|(n, (_, r))| format!("{n} / freelist {r:.2}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            shift
+                .map(|s| format!("; one host pause as long as the longest the probes saw would shift a run by {s:.0} items/s"))
+                .unwrap_or_default()
+        );
+        let verdict = if against.iter().all(|(_, (t, _))| *t == Some(true)) {
+            (Verdict::Holds, "the freelist's variance below malloc's and the arena's, each beyond the 5% point of the F distribution for the runs taken and beyond what one host pause makes".to_string())
+        } else if against.iter().any(|(_, (t, _))| *t == Some(false)) {
+            (Verdict::Fails, "malloc's or the arena's variance below the freelist's beyond the 5% point of the F distribution for the runs taken and beyond what one host pause makes".to_string())
+        } else {
+            (
+                Verdict::NotMeasurableHere,
+                format!(
+                    "with {} runs the spreads are closer than an F test at 5% can tell apart, or within what one host pause at a run's end makes: at a paced rate a run's throughput moves only with its last items' latency",
+                    fr.len()
+                ),
+            )
+        };
+        v.push(
+            Claim::new(
+                "freelist-tighter-throughput",
+                "The freelist's throughput varies less from run to run than malloc's or the arena's (its batched return drain smooths per-allocation spikes)",
+                "slightly tighter variance for the freelist",
+                ours,
+                headline(verdict),
+            )
+            .at("Throughput"),
+        );
+    }
     let sweep_verdict = |judged: (Verdict, String)| {
         if shared {
             (Verdict::NotMeasurableHere, shared_why())
@@ -294,6 +391,36 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             .at("Background pressure sweep: \"Arena is flat\""),
         );
     }
+    let freelist = sweep(Variant::FreelistReturnQueue);
+    let reference = freelist
+        .iter()
+        .find(|c| c.extra.bg_rate_hz.is_none())
+        .map(|c| p(c, 0.999));
+    if let (Some(base), true) = (reference, freelist.len() > 1) {
+        let off = freelist
+            .iter()
+            .filter(|c| c.extra.bg_rate_hz.is_some())
+            .map(|c| p(c, 0.999) - base)
+            .fold(0.0f64, |w, d| if d.abs() > w.abs() { d } else { w });
+        v.push(
+            Claim::new(
+                "freelist-flat",
+                "The freelist's p99.9 is nearly flat across the pressure sweep: within +-16 ns of its no-pressure reference (312 ns) at every point",
+                "within +-16 ns of 312 ns at every point",
+                format!(
+                    "reference {} with no background; the furthest point {:+.0} ns from it{}",
+                    fmt_ns(base),
+                    off,
+                    floor_text
+                ),
+                sweep_verdict(tail_verdict(
+                    312.0,
+                    holds(off.abs() <= 16.0, "every pressure point's p99.9 within 16 ns of the no-background point's"),
+                )),
+            )
+            .at("Background pressure sweep: \"Freelist is nearly flat\""),
+        );
+    }
     let malloc = sweep(Variant::Malloc);
     if malloc.len() > 1 {
         let peak = malloc
@@ -319,30 +446,11 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             ).at("Background pressure sweep: \"Malloc is non-monotonic\""));
         }
     }
-    v.push(
-        Claim::new(
-            "cross-l3",
-            "Across CCXs malloc's p99.9 is 2.44x the pools' (1760 vs 720 ns)",
-            "2.44x at p99.9, p50 floor 408 ns",
-            if cfg.cross_l3 {
-                "see the headline table (run with --cross-l3)".into()
-            } else {
-                "not run: the producer and consumer shared an L3 group".to_string()
-            },
-            if cfg.cross_l3 {
-                (
-                    Verdict::NotMeasured,
-                    "read the headline table of this --cross-l3 run".into(),
-                )
-            } else {
-                (
-                    Verdict::NotMeasurableHere,
-                    "needs --cross-l3 on a machine with more than one L3 group".into(),
-                )
-            },
-        )
-        .at("Cross-CCX side note"),
-    );
+    v.extend(super::cross_l3::claims(
+        out,
+        cfg,
+        (noise.and_then(|n| n.worst_floor(0.99)), floor999),
+    ));
     v
 }
 

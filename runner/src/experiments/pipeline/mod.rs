@@ -6,6 +6,7 @@
 
 pub mod background;
 pub mod claims;
+pub mod cross_l3;
 pub mod order;
 pub mod report;
 pub mod work;

@@ -182,7 +182,10 @@ pub fn sweep(out: &Outcome, noise: Option<&Probes>, sat_mutex: Option<f64>) -> V
     // The hand-rolled ring's p99.9 spike at 16 MHz.
     let ring = cells(Variant::CppRing);
     if let Some(at16) = point(&ring, 16e6) {
-        let i = ring.iter().position(|c| std::ptr::eq(*c, at16)).unwrap_or(0);
+        let i = ring
+            .iter()
+            .position(|c| std::ptr::eq(*c, at16))
+            .unwrap_or(0);
         let around: Vec<&Cell> = [i.checked_sub(1), Some(i + 1)]
             .into_iter()
             .flatten()
@@ -194,11 +197,18 @@ pub fn sweep(out: &Outcome, noise: Option<&Probes>, sat_mutex: Option<f64>) -> V
             fmt_rate(at16.offered_hz.unwrap_or(0.0)),
             around
                 .iter()
-                .map(|c| format!("{} at {}", fmt_ns(p999(c)), fmt_rate(c.offered_hz.unwrap_or(0.0))))
+                .map(|c| format!(
+                    "{} at {}",
+                    fmt_ns(p999(c)),
+                    fmt_rate(c.offered_hz.unwrap_or(0.0))
+                ))
                 .collect::<Vec<_>>()
                 .join(" and "),
             floor999
-                .map(|f| format!("; the cores' interruptions alone set a p99.9 floor of {}", fmt_ns(f)))
+                .map(|f| format!(
+                    "; the cores' interruptions alone set a p99.9 floor of {}",
+                    fmt_ns(f)
+                ))
                 .unwrap_or_default()
         );
         let verdict = match floor999 {
@@ -338,7 +348,8 @@ pub fn throughput(out: &Outcome) -> Vec<Claim> {
         let text = |n: &str, p: Option<f64>, d: Option<f64>| {
             format!(
                 "{n} {} per item (mean depth {:.0})",
-                p.map(|p| format!("{p:.1} ns")).unwrap_or_else(|| "-".into()),
+                p.map(|p| format!("{p:.1} ns"))
+                    .unwrap_or_else(|| "-".into()),
                 d.unwrap_or(f64::NAN)
             )
         };
