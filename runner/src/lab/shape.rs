@@ -15,7 +15,7 @@ use handoff_stats::{DocBucket, Latency};
 /// One peak of a distribution.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Peak {
-    /// Where the smoothed density is highest (ns, the midpoint of that bucket).
+    /// The bucket of the peak holding the most samples (ns, its midpoint).
     pub at_ns: f64,
     /// Share of all samples between the valleys on either side of the peak.
     pub share: f64,
@@ -115,9 +115,16 @@ pub fn peaks(latency: &Latency, min_share: f64) -> Vec<Peak> {
     let mut out: Vec<Peak> = tops
         .iter()
         .enumerate()
-        .map(|(k, &t)| Peak {
-            at_ns: midpoint((t + lo).saturating_sub(pad)),
-            share: share[cuts[k]..cuts[k + 1]].iter().sum(),
+        .map(|(k, &t)| {
+            // Where the peak's own buckets hold most (the smoothed top can sit on the
+            // edge of a plateau).
+            let top = (cuts[k]..cuts[k + 1])
+                .max_by(|&x, &y| share[x].total_cmp(&share[y]).then(y.cmp(&x)))
+                .unwrap_or(t);
+            Peak {
+                at_ns: midpoint((top + lo).saturating_sub(pad)),
+                share: share[cuts[k]..cuts[k + 1]].iter().sum(),
+            }
         })
         .filter(|p| p.share >= min_share)
         .collect();

@@ -9,6 +9,7 @@ mod args;
 mod claims;
 mod once;
 mod report;
+mod sharing;
 mod work;
 
 use crate::lab::error::Result;
@@ -40,6 +41,8 @@ impl Experiment for Patterns {
     const RUNS: &'static str = "5";
     const MIN_RUNS: usize = 2;
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts)";
+    const CHILD_TASK: Option<(&'static str, crate::lab::child::Task)> =
+        Some((sharing::CHILD_TASK, sharing::child_task));
     const A_RUN: &'static str = "every timed part once per contender, contenders alternated; the first run is dropped and the median of the rest reported";
 
     const ALL: AllFlags = AllFlags {
@@ -68,7 +71,7 @@ impl Experiment for Patterns {
     fn run(cfg: &Config, session: &mut Session) -> Result<report::Outcome> {
         let timer = session.clock.timer();
         let r = cfg.run.runs;
-        let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2) + 1 + 1 + 1;
+        let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2 + 2) + 1 + 1 + 1;
         let bar = session.progress(steps as u64)?;
         let check = stop::check;
         // Memory first, while the heap holds nothing freed that malloc could reuse.
@@ -83,6 +86,7 @@ impl Experiment for Patterns {
         let mut typed = Vec::new();
         let mut shared = vec![Vec::new(); work::Shared::ALL.len()];
         let mut processed: Vec<Vec<work::Processed>> = vec![Vec::new(), Vec::new()];
+        let mut lessons = report::Lessons::default();
         let mut outliers: Vec<(work::Shared, work::Outliers)> = work::Shared::ALL
             .iter()
             .map(|&w| (w, work::Outliers::default()))
@@ -130,6 +134,27 @@ impl Experiment for Patterns {
                 }
                 bar.inc(1);
             }
+            // Lesson 8 (false sharing) and lesson 6 (jemalloc against glibc), each
+            // pair alternated.
+            check()?;
+            bar.set_message(format!("repeat {} false sharing", rep + 1));
+            let n = 2 * cfg.orders as u64;
+            let mut fs = [0u64; 2];
+            for i in rotate::order(rep, 2) {
+                fs[i] = sharing::false_sharing(cfg, timer, n, i == 1)?;
+            }
+            bar.inc(1);
+            check()?;
+            bar.set_message(format!("repeat {} jemalloc vs glibc", rep + 1));
+            let mut g = [0u64; 2];
+            for i in rotate::order(rep, 2) {
+                g[i] = sharing::general(cfg, timer, ["system", "jemalloc"][i])?;
+            }
+            bar.inc(1);
+            if keep {
+                lessons.sharing.push((fs[0], fs[1]));
+                lessons.general.push((g[0], g[1]));
+            }
         }
         check()?;
         bar.set_message("profiler");
@@ -155,6 +180,7 @@ impl Experiment for Patterns {
             profile,
             numa,
             l1,
+            lessons,
         ))
     }
 }

@@ -46,6 +46,8 @@ pub struct Outcome {
     pub(super) numa: NumaOutcome,
     pub(super) l1: L1Misses,
     pub(super) read_cost_ns: f64,
+    /// Kept runs' ms of lessons 8 and 6: (packed, padded) and (glibc, jemalloc).
+    pub(super) lessons_ms: (Pairs, Pairs),
     /// Each kept run's ms, by figure (`arena/malloc`, ...), for the results' per-run
     /// values.
     runs_ms: Vec<(&'static str, &'static str, Vec<f64>)>,
@@ -65,6 +67,7 @@ impl Outcome {
         profile: (AllocReport, AllocReport),
         numa: NumaOutcome,
         l1: L1Misses,
+        lessons: Lessons,
     ) -> Outcome {
         let ms = |t: u64| clock.ticks_to_ns_f64(t) / 1e6;
         let run = |v: &[Processed]| {
@@ -104,6 +107,17 @@ impl Outcome {
         for (w, v) in Shared::ALL.iter().zip(&shared) {
             runs_ms.push(("many_threads", w.name(), v.iter().map(|&t| ms(t)).collect()));
         }
+        let pairs = |v: &[(u64, u64)]| -> Vec<(f64, f64)> {
+            v.iter().map(|&(a, b)| (ms(a), ms(b))).collect()
+        };
+        let lessons_ms = (pairs(&lessons.sharing), pairs(&lessons.general));
+        for (part, names, v) in [
+            ("false_sharing", ["packed", "padded"], &lessons_ms.0),
+            ("general_allocator", ["glibc", "jemalloc"], &lessons_ms.1),
+        ] {
+            runs_ms.push((part, names[0], v.iter().map(|x| x.0).collect()));
+            runs_ms.push((part, names[1], v.iter().map(|x| x.1).collect()));
+        }
         Outcome {
             runs_ms,
             memory,
@@ -127,6 +141,7 @@ impl Outcome {
             numa,
             l1,
             read_cost_ns: (cost.start_ns + cost.end_ns) / 2.0,
+            lessons_ms,
         }
     }
 
@@ -141,6 +156,18 @@ impl Outcome {
     pub(super) fn mem(&self, h: Holder) -> Option<&Memory> {
         self.memory.iter().find(|m| m.0 == h).map(|m| &m.1)
     }
+}
+
+/// Kept runs' ms of two contenders measured in alternated pairs.
+pub(super) type Pairs = Vec<(f64, f64)>;
+
+/// The raw ticks of lessons 8 and 6, one pair per kept run.
+#[derive(Debug, Default)]
+pub struct Lessons {
+    /// False sharing: (packed, padded) wall ticks.
+    pub sharing: Vec<(u64, u64)>,
+    /// The order batches: (glibc, jemalloc) wall ticks, each in a child process.
+    pub general: Vec<(u64, u64)>,
 }
 
 pub(super) fn mib(b: u64) -> f64 {
@@ -347,6 +374,39 @@ fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
         ratio(m.latency.p999, p.latency.p999),
         p.orders_per_s / m.orders_per_s
     );
+    v.push(s);
+
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "lessons 8 and 6: two threads each bumping its own counter {} times (cores {:?}); {} orders in batches of 1000 in a child process per allocator; ms, each kept repeat",
+        2 * cfg.orders,
+        cfg.placement.threads().iter().take(2).collect::<Vec<_>>(),
+        cfg.orders
+    );
+    for (name, pairs, names) in [
+        (
+            "false sharing",
+            &o.lessons_ms.0,
+            ["packed (one line)", "padded (a line each)"],
+        ),
+        (
+            "general allocator",
+            &o.lessons_ms.1,
+            ["glibc malloc", "jemalloc"],
+        ),
+    ] {
+        let list = |f: fn(&(f64, f64)) -> f64| {
+            pairs
+                .iter()
+                .map(|p| format!("{:.2}", f(p)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let _ = writeln!(s, "  {name}");
+        let _ = writeln!(s, "    {:<22} {}", names[0], list(|p| p.0));
+        let _ = writeln!(s, "    {:<22} {}", names[1], list(|p| p.1));
+    }
     v.push(s);
     v
 }
