@@ -146,8 +146,8 @@ fn p999(c: &Cell) -> f64 {
     c.latency.value_at_quantile(0.999) as f64
 }
 
-/// The load sweep's shape claims. `throughput` is Boost's saturated rate when the
-/// throughput mode ran.
+/// The load sweep's shape claims. `sat_mutex` is the mutex queue's first saturated
+/// sweep point (`claims::saturation_point`), where its plateau starts.
 pub fn sweep(out: &Outcome, noise: Option<&Probes>, sat_mutex: Option<f64>) -> Vec<Claim> {
     let place = "What happens as offered load rises";
     let cells = |x: Variant| -> Vec<&Cell> {
