@@ -445,8 +445,17 @@ fn alloc_keeps_every_repeat_and_pairs_them() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("alloc.json")).unwrap()).unwrap();
     let variants = json["variants"].as_array().unwrap();
-    assert_eq!(variants.len(), 5);
+    assert_eq!(
+        variants.len(),
+        11,
+        "5 allocators and Hoard, 4 takes, the baseline"
+    );
     for v in variants {
+        if v.get("unavailable").is_some() {
+            // tcmalloc or Hoard, where this machine lacks the library.
+            assert!(["tcmalloc", "hoard"].contains(&v["name"].as_str().unwrap()));
+            continue;
+        }
         let each = v["figures"]["seconds"]["runs"].as_array().unwrap();
         assert_eq!(each.len(), 3, "{}", v["name"]);
         assert!(
@@ -479,6 +488,80 @@ fn alloc_keeps_every_repeat_and_pairs_them() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         stdout.contains("median of the repeats' own ratios"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn alloc_reports_a_missing_library_unavailable_and_runs_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args([
+            "alloc",
+            "--working-set-mib",
+            "2",
+            "--items",
+            "20000",
+            "--runs",
+            "1",
+            "--sweep-max-mib",
+            "0",
+            "--handoff-items",
+            "0",
+            "--noise-seconds",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("HANDOFF_TCMALLOC_LIB", dir.path().join("no-such-lib.so"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("alloc.json")).unwrap()).unwrap();
+    let variants = json["variants"].as_array().unwrap();
+    let tc = variants.iter().find(|v| v["name"] == "tcmalloc").unwrap();
+    let why = tc["unavailable"].as_str().unwrap();
+    assert!(
+        why.contains("is not a file") && why.contains("libgoogle-perftools-dev"),
+        "{why}"
+    );
+    for name in [
+        "take1-header-per-block",
+        "take2-header-per-run",
+        "take3-class-in-pointer",
+        "take3-pow2-classes",
+    ] {
+        let v = variants.iter().find(|v| v["name"] == name).unwrap();
+        assert_eq!(v["runs"], 1, "{name}");
+    }
+    let claims = json["claims"].as_array().unwrap();
+    let tc_claim = claims
+        .iter()
+        .find(|c| c["id"] == "tcmalloc_loses_ground_with_threads")
+        .unwrap();
+    assert_eq!(tc_claim["verdict"], "not measured");
+    for id in [
+        "take2_slower_than_take1",
+        "take3_best",
+        "half_exponent_faster_than_pow2",
+        "pow2_classes_overhead",
+    ] {
+        let c = claims.iter().find(|c| c["id"] == id).unwrap();
+        assert!(
+            ["holds", "fails"].contains(&c["verdict"].as_str().unwrap()),
+            "{id}: {c}"
+        );
+    }
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("tcmalloc                 unavailable: HANDOFF_TCMALLOC_LIB="),
         "{stdout}"
     );
 }

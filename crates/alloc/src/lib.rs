@@ -105,6 +105,8 @@ pub mod remote;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod stats;
 mod sync;
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+pub mod takes;
 
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 pub use stats::{heap_stats, stats, ArenaMode, HeapStats, Stats};

@@ -20,12 +20,25 @@ pub type Task = fn(&[u8]) -> std::result::Result<Vec<u8>, String>;
 /// `input` on its stdin; returns its stdout. `who` names the contender in errors. A
 /// child cut short by Ctrl-C fails; the caller checks the stop flag first.
 pub fn run(who: &str, task: &str, allocator: &str, input: &[u8]) -> Result<Vec<u8>> {
+    run_with_env(who, task, allocator, &[], input)
+}
+
+/// [`run`] with more environment variables for the child (`LD_PRELOAD` for a
+/// contender that replaces the C library's `malloc`).
+pub fn run_with_env(
+    who: &str,
+    task: &str,
+    allocator: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+    input: &[u8],
+) -> Result<Vec<u8>> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::Run(format!("{who}: cannot find the runner binary: {e}")))?;
     let mut child = std::process::Command::new(exe)
         .arg(CHILD_ARG)
         .arg(task)
         .env(ALLOCATOR_ENV, allocator)
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

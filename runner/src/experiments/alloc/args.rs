@@ -41,6 +41,11 @@ pub struct AllocArgs {
     /// Blocks of the producer/consumer run (0: none)
     #[arg(long, default_value = "2000000", allow_hyphen_values = true, value_parser = flags::count_value)]
     pub handoff_items: usize,
+    /// Highest thread count of the scaling run, which repeats the main test on 1, 2, ...
+    /// threads (default: every core this process may use, or as many as --pin names; 1:
+    /// none)
+    #[arg(long, allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub scaling_threads: Option<usize>,
 }
 
 /// Everything `runner alloc` was asked to do (after validation).
@@ -58,6 +63,8 @@ pub struct Settings {
     pub sweep_items: usize,
     /// Blocks of the producer/consumer run.
     pub handoff_items: usize,
+    /// Thread counts of the scaling run beside the main test's own.
+    pub scaling: Vec<usize>,
 }
 
 /// The validated configuration: the common flags, the placement and these settings.
@@ -75,7 +82,16 @@ pub fn config(a: &AllocArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
     let sweep_max = flags::count_in("sweep-max-mib", a.sweep_max_mib, 0, 1 << 20, "MiB")?;
     let sweep_items = flags::count_in("sweep-items", a.sweep_items, 1, 1 << 36, "replacement")?;
     let handoff_items = flags::count_in("handoff-items", a.handoff_items, 0, 1 << 36, "block")?;
-    let mut placement = flags::thread_pins(pin, threads.max(2), topo)?;
+    let most = match a.scaling_threads {
+        Some(n) => flags::count_in("scaling-threads", n, 1, THREAD_NAMES.len(), "thread")?,
+        None => match pin {
+            Some(p) => crate::lab::pin::parse_pins(p)?.len(),
+            None => topo.allowed.len(),
+        }
+        .clamp(1, THREAD_NAMES.len()),
+    };
+    let mut placement = flags::thread_pins(pin, threads.max(2).max(most), topo)?;
+    let scaling: Vec<usize> = (1..=most).filter(|&t| t != threads).collect();
     let mut sweep = Vec::new();
     let mut ws = MIB;
     while sweep_max > 0 && ws <= sweep_max * MIB {
@@ -96,6 +112,7 @@ pub fn config(a: &AllocArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
             sweep,
             sweep_items,
             handoff_items,
+            scaling,
         },
         placement,
     ))
@@ -115,6 +132,11 @@ mod tests {
         assert_eq!(c.sweep.last(), Some(&(1024 * MIB)));
         assert_eq!(c.placement.threads(), vec![0, 1]);
         assert!(c.placement.note().unwrap().contains("1.3 GB"));
+        assert_eq!(c.scaling, vec![2], "1 thread is the main test; 2 cores");
+        let c = on_two_cores::<Alloc>(&["--scaling-threads", "1"]).unwrap();
+        assert!(c.scaling.is_empty());
+        let c = on_two_cores::<Alloc>(&["--threads", "2"]).unwrap();
+        assert_eq!(c.scaling, vec![1]);
         let c = on_two_cores::<Alloc>(&["--full"]).unwrap();
         assert_eq!(c.working_set, DOC_WORKING_SET);
         let c = on_two_cores::<Alloc>(&["--sweep-max-mib", "0"]).unwrap();
@@ -129,6 +151,7 @@ mod tests {
                 (&["--ops", "0"][..], "at least 1"),
                 (&["--working-set-mib", "0"][..], "at least 1"),
                 (&["--threads", "0"][..], "at least 1"),
+                (&["--scaling-threads", "0"][..], "at least 1"),
                 (&["--pin", "4,5"][..], "not available"),
                 (&["--ops", "x"][..], "not a number"),
             ],

@@ -1,10 +1,15 @@
 //! `runner alloc`: the size-class allocator document (document 004). Its real-world-like
 //! test (sizes ~ 1/size, Pareto-like lifetimes, each block written and read once) on
-//! handoff-alloc, glibc malloc, mimalloc and jemalloc, each in its own child runner
-//! whose process allocator it is: time and ns per alloc/free pair, peak resident memory
-//! over peak requested bytes (the document's Figure 2), TSC ticks per pair as the
-//! working set grows (Figure 3), and a producer/consumer run where one thread allocates
-//! and another frees. Repeats alternate the contenders.
+//! handoff-alloc, glibc malloc, mimalloc, jemalloc, tcmalloc and Hoard (the last two
+//! preloaded into their child when their library is there, "unavailable" with how to
+//! get it when not), and on the document's own three designs (`handoff_alloc::takes`:
+//! a header per block, a header per run, the class in the pointer's bits; the last also
+//! with power-of-two classes). Each runs in its own child runner whose process
+//! allocator it is: time and ns per alloc/free pair, peak resident memory over peak
+//! requested bytes (the document's Figure 2), the main test again on 1, 2, ... threads
+//! (its Figure 1 by thread count), TSC ticks per pair as the working set grows (Figure
+//! 3), and a producer/consumer run where one thread allocates and another frees.
+//! Repeats alternate the contenders.
 
 mod args;
 mod report;
@@ -20,6 +25,7 @@ use crate::lab::schema::Document;
 use crate::lab::session::Session;
 use crate::lab::topology::Topology;
 use report::Outcome;
+use std::path::PathBuf;
 
 pub use args::{config, AllocArgs, Config, Settings};
 pub use work::{child_task, Contender, Sample, Spec, CHILD_TASK};
@@ -42,7 +48,7 @@ impl Experiment for Alloc {
     type Outcome = Outcome;
     const NAME: &'static str = "alloc";
     const DOCUMENT: Document = DOCUMENT;
-    const ABOUT: &'static str = "Size-class allocator vs glibc, mimalloc, jemalloc on a real-world-like test: time, memory, working-set sweep, cross-thread frees (document 004)";
+    const ABOUT: &'static str = "Size-class allocator vs glibc, mimalloc, jemalloc, tcmalloc, Hoard and the document's own three designs on its real-world-like test: time, memory, threads, working-set sweep, cross-thread frees (document 004)";
     const RUNS: &'static str = "5";
     const MAX_RUNS: usize = 100;
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts, the first two the producer/consumer)";
@@ -68,15 +74,15 @@ impl Experiment for Alloc {
                 "--noise-seconds",
                 "0.5",
             ],
-            seconds: 6,
+            seconds: 12,
         },
         default: AllRun {
             flags: &[],
-            seconds: 38,
+            seconds: 80,
         },
         full: AllRun {
             flags: &["--full"],
-            seconds: 150,
+            seconds: 320,
         },
     };
 
@@ -91,10 +97,18 @@ impl Experiment for Alloc {
     fn run(cfg: &Config, session: &mut Session) -> Result<Outcome> {
         let timer = session.clock.timer();
         let n = Contender::ALL.len();
+        // Contenders preloaded into their child: where each library is, or why not.
+        let preload: Vec<Option<std::result::Result<PathBuf, String>>> =
+            Contender::ALL.iter().map(|c| c.preload()).collect();
         let bar = session.progress((n * cfg.run.runs) as u64)?;
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); n];
         let name = |i: usize| Contender::ALL[i].name().to_string();
         rotate::contenders(&bar, cfg.run.runs, n, name, |r, i| {
+            let preloaded = match &preload[i] {
+                Some(Ok(lib)) => Some(lib.clone()),
+                Some(Err(_)) => return Ok(()),
+                None => None,
+            };
             let spec = Spec {
                 contender: Contender::ALL[i],
                 working_set: cfg.working_set,
@@ -111,11 +125,23 @@ impl Experiment for Alloc {
                 },
                 sweep_ops: cfg.sweep_items,
                 handoff_items: cfg.handoff_items,
+                scaling: cfg.scaling.clone(),
+                preloaded,
                 timer,
             };
             samples[i].push(work::measure(&spec)?);
             Ok(())
         })?;
-        Ok(Outcome { samples })
+        let libraries = Contender::ALL
+            .iter()
+            .zip(preload)
+            .filter_map(|(&c, p)| {
+                p.map(|p| match p {
+                    Ok(lib) => (c, Ok(lib.display().to_string())),
+                    Err(why) => (c, Err(why)),
+                })
+            })
+            .collect();
+        Ok(Outcome { samples, libraries })
     }
 }

@@ -15,9 +15,12 @@ use super::workload::{
 };
 use crate::lab::error::{Error, Result};
 use crate::lab::{harness, stop};
+use handoff_alloc::takes::{Single, Take1, Take2, Take3, Take3Pow2};
 use handoff_clock::Timer;
 use serde::{Deserialize, Serialize};
 use std::alloc::{GlobalAlloc, System};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -32,26 +35,64 @@ pub enum Contender {
     Mimalloc,
     /// jemalloc (tikv-jemallocator).
     Jemalloc,
+    /// tcmalloc (gperftools, the system's shared library, preloaded into the child).
+    Tcmalloc,
+    /// Hoard (a shared library built from its sources, preloaded into the child).
+    Hoard,
+    /// The document's Take 1: a header before every block (`handoff_alloc::takes`).
+    Take1,
+    /// The document's Take 2: a header per run of blocks.
+    Take2,
+    /// The document's Take 3: the class in the pointer's bits, single-threaded.
+    Take3,
+    /// Take 3 with power-of-two classes.
+    Take3Pow2,
     /// No allocator: the test's own cost (see `Void`).
     Void,
 }
 
 impl Contender {
-    /// Every contender, in table order: the allocators, then the baseline.
-    pub const ALL: [Contender; 5] = [
+    /// Every contender, in table order: the allocators, the document's takes, then
+    /// the baseline.
+    pub const ALL: [Contender; 11] = [
         Contender::Handoff,
         Contender::System,
         Contender::Mimalloc,
         Contender::Jemalloc,
+        Contender::Tcmalloc,
+        Contender::Hoard,
+        Contender::Take1,
+        Contender::Take2,
+        Contender::Take3,
+        Contender::Take3Pow2,
         Contender::Void,
     ];
 
-    /// The allocators.
-    pub const ALLOCATORS: [Contender; 4] = [
+    /// The general allocators and handoff-alloc: process allocators any thread may use.
+    pub const ALLOCATORS: [Contender; 6] = [
         Contender::Handoff,
         Contender::System,
         Contender::Mimalloc,
         Contender::Jemalloc,
+        Contender::Tcmalloc,
+        Contender::Hoard,
+    ];
+
+    /// The general-purpose allocators handoff-alloc is compared with.
+    pub const GENERAL: [Contender; 5] = [
+        Contender::System,
+        Contender::Mimalloc,
+        Contender::Jemalloc,
+        Contender::Tcmalloc,
+        Contender::Hoard,
+    ];
+
+    /// The document's designs (`handoff_alloc::takes`), one allocator per thread.
+    pub const TAKES: [Contender; 4] = [
+        Contender::Take1,
+        Contender::Take2,
+        Contender::Take3,
+        Contender::Take3Pow2,
     ];
 
     /// Its name in tables and JSON.
@@ -61,6 +102,12 @@ impl Contender {
             Contender::System => "system",
             Contender::Mimalloc => "mimalloc",
             Contender::Jemalloc => "jemalloc",
+            Contender::Tcmalloc => "tcmalloc",
+            Contender::Hoard => "hoard",
+            Contender::Take1 => "take1-header-per-block",
+            Contender::Take2 => "take2-header-per-run",
+            Contender::Take3 => "take3-class-in-pointer",
+            Contender::Take3Pow2 => "take3-pow2-classes",
             Contender::Void => "no allocator",
         }
     }
@@ -69,12 +116,76 @@ impl Contender {
     fn env(self) -> &'static str {
         match self {
             Contender::Handoff => "handoff",
-            Contender::System => "system",
             Contender::Mimalloc => "mimalloc",
             Contender::Jemalloc => "jemalloc",
-            Contender::Void => "system",
+            _ => "system",
         }
     }
+
+    /// For a contender that replaces the C library's `malloc` in its child
+    /// (`LD_PRELOAD`): the shared library, or why it is unavailable and how to get it.
+    /// `None` for the others.
+    pub fn preload(self) -> Option<std::result::Result<PathBuf, String>> {
+        match self {
+            Contender::Tcmalloc => Some(find_library(
+                "HANDOFF_TCMALLOC_LIB",
+                &["libtcmalloc_minimal.so.4", "libtcmalloc.so.4"],
+                None,
+                "install gperftools' tcmalloc (Debian, Ubuntu: apt-get install \
+                 libgoogle-perftools-dev) or set HANDOFF_TCMALLOC_LIB to a libtcmalloc .so",
+            )),
+            Contender::Hoard => Some(find_library(
+                "HANDOFF_HOARD_LIB",
+                &["libhoard.so"],
+                hoard_build_dir(),
+                "no distribution ships Hoard: run runner/contenders/build-hoard.sh (it \
+                 builds libhoard.so from the Hoard sources in the alloc_hoard crate on \
+                 crates.io) or set HANDOFF_HOARD_LIB to a libhoard.so",
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Where runner/contenders/build-hoard.sh puts libhoard.so: `contenders/` in the
+/// runner binary's target folder (`target/contenders/` for `target/release/runner`).
+pub fn hoard_build_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.join("contenders"))
+}
+
+/// The library `$var` names, else the first of `names` in `extra` or the system's
+/// library folders; `Err(how)` when there is none.
+fn find_library(
+    var: &str,
+    names: &[&str],
+    extra: Option<PathBuf>,
+    how: &str,
+) -> std::result::Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os(var) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("{var}={} is not a file; {how}", p.display()))
+        };
+    }
+    let dirs = extra.into_iter().chain(
+        [
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib/aarch64-linux-gnu",
+            "/usr/lib64",
+            "/usr/lib",
+            "/usr/local/lib",
+        ]
+        .map(PathBuf::from),
+    );
+    let dirs: Vec<PathBuf> = dirs.collect();
+    names
+        .iter()
+        .flat_map(|n| dirs.iter().map(move |d| d.join(n)))
+        .find(|p| p.is_file())
+        .ok_or_else(|| how.to_string())
 }
 
 /// What a child is asked to do.
@@ -96,6 +207,10 @@ pub struct Spec {
     pub sweep_ops: usize,
     /// Blocks of the producer/consumer run (0: none).
     pub handoff_items: usize,
+    /// Thread counts of the scaling run (the main test again, split among them).
+    pub scaling: Vec<usize>,
+    /// The library preloaded into the child, which it checks it runs on.
+    pub preloaded: Option<PathBuf>,
     /// TSC ticks per second.
     pub timer: Timer,
 }
@@ -115,6 +230,9 @@ pub struct Sample {
     pub sweep: Vec<(usize, f64)>,
     /// Blocks per second of the producer/consumer run.
     pub handoff_per_s: Option<f64>,
+    /// (threads, seconds, ns per pair per thread) of the scaling run.
+    #[serde(default)]
+    pub scaling: Vec<(usize, f64, f64)>,
 }
 
 /// The task name of the child runner.
@@ -124,22 +242,74 @@ pub const CHILD_TASK: &str = "alloc";
 pub fn measure(spec: &Spec) -> Result<Sample> {
     let who = spec.contender.name();
     let input = serde_json::to_vec(spec).map_err(|e| Error::Run(e.to_string()))?;
-    let out = crate::lab::child::run(who, CHILD_TASK, spec.contender.env(), &input)?;
+    let preload: Vec<(&str, &OsStr)> = spec
+        .preloaded
+        .iter()
+        .map(|p| ("LD_PRELOAD", p.as_os_str()))
+        .collect();
+    let out =
+        crate::lab::child::run_with_env(who, CHILD_TASK, spec.contender.env(), &preload, &input)?;
     serde_json::from_slice(&out).map_err(|e| Error::Run(format!("{who}: the child's sample: {e}")))
 }
 
 /// The child's side.
 pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
     let spec: Spec = serde_json::from_slice(input).map_err(|e| format!("bad spec: {e}"))?;
+    if let Some(lib) = &spec.preloaded {
+        check_preloaded(lib)?;
+    }
     let sample = match spec.contender {
         Contender::Handoff => real(&handoff_alloc::HandoffAlloc, &spec),
-        Contender::System => real(&System, &spec),
+        // tcmalloc and Hoard replace the C library's malloc, which `System` calls.
+        Contender::System | Contender::Tcmalloc | Contender::Hoard => real(&System, &spec),
         Contender::Mimalloc => real(&mimalloc::MiMalloc, &spec),
         Contender::Jemalloc => real(&tikv_jemallocator::Jemalloc, &spec),
+        Contender::Take1 => run(|| Taken(Take1::new()), &spec),
+        Contender::Take2 => run(|| Taken(Take2::new()), &spec),
+        Contender::Take3 => run(|| Taken(Take3::new()), &spec),
+        Contender::Take3Pow2 => run(|| Taken(Take3Pow2::new()), &spec),
         Contender::Void => run(Void::new, &spec),
     }
     .map_err(|e| e.to_string())?;
     serde_json::to_vec(&sample).map_err(|e| e.to_string())
+}
+
+/// Fails unless `lib` is mapped into this process: a preload the loader skipped (a
+/// wrong architecture, a missing dependency) would otherwise measure glibc under
+/// another name.
+fn check_preloaded(lib: &Path) -> std::result::Result<(), String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").map_err(|e| e.to_string())?;
+    let real = std::fs::canonicalize(lib).unwrap_or_else(|_| lib.to_path_buf());
+    let name = real.file_name().map(|n| n.to_string_lossy().into_owned());
+    match name {
+        Some(n) if maps.lines().any(|l| l.ends_with(n.as_str())) => Ok(()),
+        _ => Err(format!(
+            "{} was not loaded into the child (LD_PRELOAD); the loader skipped it",
+            lib.display()
+        )),
+    }
+}
+
+/// One of the document's takes, one per test thread (`None`: its reservation of
+/// address space was refused, and every block is out of memory).
+struct Taken<T>(Option<T>);
+
+impl<const L: u8, const P: bool> Blocks for Taken<Single<L, P>> {
+    const DISTINCT: bool = true;
+    #[inline(always)]
+    fn get(&mut self, size: usize) -> *mut u8 {
+        self.0
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |t| t.alloc(size))
+    }
+    #[inline(always)]
+    unsafe fn put(&mut self, p: *mut u8, _size: usize) {
+        if let Some(t) = self.0.as_mut() {
+            // SAFETY: `p` came from `get` on this value (the caller's contract), so
+            // from `t.alloc`; the take finds its class from `p` alone.
+            unsafe { t.free(p) };
+        }
+    }
 }
 
 /// A contender's test, sweep and producer/consumer run.
@@ -168,35 +338,17 @@ fn resident() -> (usize, usize) {
 /// One main-test thread's (steady seconds, peak requested bytes), once it is done.
 type Slot = Mutex<Option<Result<(f64, usize)>>>;
 
-/// The main test and the sweep, each thread with its own `new()`.
+/// The main test, its scaling run and the sweep, each thread with its own `new()`.
 fn run<B: Blocks, F: Fn() -> B + Sync>(new: F, spec: &Spec) -> Result<Sample> {
     let stop = stop::flag();
     let (_, before) = resident();
-    let t = spec.threads.max(1);
-    let results: Vec<Slot> = (0..t).map(|_| Mutex::new(None)).collect();
-    let start = Instant::now();
-    harness::together(spec.timer, stop, &spec.pins, t, |k| {
-        let r = one_thread(
-            &mut new(),
-            spec.working_set / t,
-            spec.ops / t,
-            0x5eed + k as u64,
-        );
-        *results[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-    })?;
-    let seconds = start.elapsed().as_secs_f64();
+    let (seconds, ns_per_pair, peak_requested) = main_test(&new, spec, spec.threads.max(1))?;
     let (hwm, _) = resident();
-    let mut steady = 0.0;
-    let mut peak_requested = 0;
-    for r in results {
-        let (s, p) = r
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner())
-            .ok_or_else(|| Error::Run("a test thread returned nothing".into()))??;
-        steady += s;
-        peak_requested += p;
+    let mut scaling = Vec::new();
+    for &t in &spec.scaling {
+        let (s, ns, _) = main_test(&new, spec, t)?;
+        scaling.push((t, s, ns));
     }
-    let ns_per_pair = steady * 1e9 / t as f64 / (spec.ops / t).max(1) as f64;
     let mut sweep = Vec::new();
     for &ws in &spec.sweep {
         let (s, _) = harness::on_core(spec.timer, stop, spec.pins[0], || {
@@ -214,7 +366,42 @@ fn run<B: Blocks, F: Fn() -> B + Sync>(new: F, spec: &Spec) -> Result<Sample> {
         peak_resident: hwm.saturating_sub(before),
         sweep,
         handoff_per_s: None,
+        scaling,
     })
+}
+
+/// The main test on `t` threads, the working set and the replacements split among
+/// them: (seconds, filling included; ns per pair of the steady part, per thread; peak
+/// requested bytes).
+fn main_test<B: Blocks, F: Fn() -> B + Sync>(
+    new: &F,
+    spec: &Spec,
+    t: usize,
+) -> Result<(f64, f64, usize)> {
+    let results: Vec<Slot> = (0..t).map(|_| Mutex::new(None)).collect();
+    let start = Instant::now();
+    harness::together(spec.timer, stop::flag(), &spec.pins, t, |k| {
+        let r = one_thread(
+            &mut new(),
+            spec.working_set / t,
+            spec.ops / t,
+            0x5eed + k as u64,
+        );
+        *results[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    })?;
+    let seconds = start.elapsed().as_secs_f64();
+    let mut steady = 0.0;
+    let mut peak_requested = 0;
+    for r in results {
+        let (s, p) = r
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .ok_or_else(|| Error::Run("a test thread returned nothing".into()))??;
+        steady += s;
+        peak_requested += p;
+    }
+    let ns_per_pair = steady * 1e9 / t as f64 / (spec.ops / t).max(1) as f64;
+    Ok((seconds, ns_per_pair, peak_requested))
 }
 
 /// One thread allocates blocks of the test's sizes and writes them; another, through a
