@@ -415,6 +415,15 @@ impl Probes {
             })
     }
 
+    /// The most interruptions per second any probed core saw, before or after.
+    pub fn gaps_per_second(&self) -> Option<f64> {
+        [&self.before, &self.after]
+            .into_iter()
+            .flatten()
+            .flat_map(|p| p.cores.iter().map(|c| c.per_second))
+            .max_by(f64::total_cmp)
+    }
+
     /// The smallest median gap of any probed core, before or after: the size of one
     /// interruption of a thread that runs alone on its core. A tail of a one-thread
     /// loop at that size or above is the host's, not the code's.

@@ -12,6 +12,7 @@
 //! Repeats alternate the contenders.
 
 mod args;
+mod claims;
 mod report;
 mod work;
 mod workload;

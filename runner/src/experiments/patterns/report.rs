@@ -27,6 +27,22 @@ pub struct OrderRun {
     pub latency: Percentiles,
     /// Median orders per second.
     pub orders_per_s: f64,
+    /// The merged histogram itself (ns), for counting outliers.
+    #[serde(skip)]
+    pub histogram: Latency,
+}
+
+impl OrderRun {
+    /// Orders slower than `ns`.
+    pub fn above(&self, ns: u64) -> u64 {
+        let h = self.histogram.histogram();
+        h.len() - h.count_between(0, ns)
+    }
+
+    /// Seconds the timed orders took, one after another.
+    pub fn seconds(&self) -> f64 {
+        self.histogram.count() as f64 * self.histogram.mean() / 1e9
+    }
 }
 
 /// Everything measured, reduced to what the report needs.
@@ -76,8 +92,10 @@ impl Outcome {
                 // Same unit and precision: merging cannot fail.
                 let _ = all.merge(&p.latency);
             }
+            let ns = all.to_ns(clock);
             OrderRun {
-                latency: all.to_ns(clock).percentiles(),
+                latency: ns.percentiles(),
+                histogram: ns,
                 orders_per_s: median(
                     v.iter()
                         .map(|p| p.latency.count() as f64 / (clock.ticks_to_ns_f64(p.total) / 1e9)),
