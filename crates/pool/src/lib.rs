@@ -11,7 +11,8 @@
 //!   ([`policy`]: single-threaded, mutex, lock-free, per-thread caches), fixed or
 //!   growing by whole blocks.
 //! * [`BumpArena`]: a bump arena freed all at once by `reset`.
-//! * [`numa`]: placement of a `Pool`'s or an arena's memory on a NUMA node.
+//! * [`numa`]: placement of a `Pool`'s or an arena's memory on a NUMA node, and
+//!   `numa::PerNode`, one pool per node from which each thread takes its own node's.
 //!
 //! Every pool is a fixed slab allocated up front; nothing is allocated on the hot
 //! path. The cross-thread pools have split handles, `Allocator` and `Releaser`, each
@@ -52,6 +53,8 @@ mod bump;
 mod error;
 mod freelist;
 pub mod numa;
+#[cfg(all(feature = "std", target_os = "linux"))]
+mod per_node;
 pub mod policy;
 mod pool;
 pub mod return_queue;

@@ -101,7 +101,9 @@ impl fmt::Display for NumaError {
 impl core::error::Error for NumaError {}
 
 #[cfg(all(feature = "std", target_os = "linux"))]
-pub use imp::{node_of, online_nodes};
+pub use crate::per_node::PerNode;
+#[cfg(all(feature = "std", target_os = "linux"))]
+pub use imp::{cpus_of_node, current_cpu, node_of, online_nodes};
 
 #[cfg(all(feature = "std", target_os = "linux"))]
 pub(crate) use imp::Region;
@@ -148,6 +150,73 @@ mod imp {
             Err(_) => return Err(NumaError::Topology),
         };
         parse_list(text.trim()).ok_or(NumaError::Topology)
+    }
+
+    /// The CPUs of `node` (`/sys/devices/system/node/node<N>/cpulist`; a node without
+    /// CPUs has none). A kernel built without NUMA has no such files: every online CPU
+    /// is then node 0's.
+    ///
+    /// ```
+    /// # if cfg!(miri) { return; } // Miri cannot read /sys
+    /// let first = handoff_pool::numa::online_nodes().unwrap()[0];
+    /// let cpus = handoff_pool::numa::cpus_of_node(first).unwrap();
+    /// assert!(cpus.iter().all(|&c| c < 1 << 20));
+    /// ```
+    pub fn cpus_of_node(node: u32) -> Result<Vec<u32>, NumaError> {
+        let path = std::format!("/sys/devices/system/node/node{node}/cpulist");
+        match std::fs::read_to_string(&path) {
+            Ok(t) => parse_cpus(t.trim()).ok_or(NumaError::Topology),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if online_mask()? >> node & 1 == 0 {
+                    return Err(NumaError::NoSuchNode {
+                        node,
+                        online: online_mask()?,
+                    });
+                }
+                if std::fs::metadata("/sys/devices/system/node").is_ok() {
+                    return Err(NumaError::Topology);
+                }
+                let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+                    .map_err(|_| NumaError::Topology)?;
+                parse_cpus(online.trim()).ok_or(NumaError::Topology)
+            }
+            Err(_) => Err(NumaError::Topology),
+        }
+    }
+
+    /// A kernel CPU list such as `0-3,8,10-11` (empty: none).
+    pub(crate) fn parse_cpus(s: &str) -> Option<Vec<u32>> {
+        let mut cpus = Vec::new();
+        for part in s.split(',').filter(|p| !p.is_empty()) {
+            let (lo, hi) = match part.split_once('-') {
+                Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
+                None => {
+                    let n = part.parse::<u32>().ok()?;
+                    (n, n)
+                }
+            };
+            if lo > hi || hi >= 1 << 20 {
+                return None;
+            }
+            cpus.extend(lo..=hi);
+        }
+        Some(cpus)
+    }
+
+    /// The CPU the calling thread runs on now (`sched_getcpu`).
+    ///
+    /// ```
+    /// # if cfg!(miri) { return; }
+    /// let cpu = handoff_pool::numa::current_cpu().unwrap();
+    /// assert!(cpu < 1 << 20);
+    /// ```
+    pub fn current_cpu() -> Result<u32, NumaError> {
+        // SAFETY: `sched_getcpu` takes no argument and only returns a number.
+        let cpu = unsafe { libc::sched_getcpu() };
+        u32::try_from(cpu).map_err(|_| NumaError::Os {
+            call: "sched_getcpu",
+            errno: errno(),
+        })
     }
 
     /// A kernel CPU/node list such as `0-3,8,10-11` as a mask.
@@ -314,7 +383,7 @@ mod imp {
 
     #[cfg(test)]
     mod tests {
-        use super::parse_list;
+        use super::{parse_cpus, parse_list};
 
         #[test]
         fn node_lists_parse() {
@@ -325,6 +394,14 @@ mod imp {
             assert_eq!(parse_list("3-1"), None);
             assert_eq!(parse_list("64"), None);
             assert_eq!(parse_list("x"), None);
+        }
+
+        #[test]
+        fn cpu_lists_parse_past_64() {
+            assert_eq!(parse_cpus("0-2,70"), Some(std::vec![0, 1, 2, 70]));
+            assert_eq!(parse_cpus(""), Some(std::vec![]), "a node without CPUs");
+            assert_eq!(parse_cpus("3-1"), None);
+            assert_eq!(parse_cpus("x"), None);
         }
     }
 }

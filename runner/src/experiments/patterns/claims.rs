@@ -150,6 +150,43 @@ fn jitter(m: &OrderRun, p: &OrderRun, noise: Option<&Probes>) -> Claim {
     )
 }
 
+/// The per-NUMA-node pool: each pinned thread's objects on its own node.
+fn per_node(nm: &super::once::NumaOutcome) -> Claim {
+    let objects: usize = nm.per_node.iter().map(|c| c.objects).sum();
+    let own: usize = nm.per_node.iter().map(|c| c.on_own_node).sum();
+    let cpus: Vec<String> = nm.per_node.iter().map(|c| c.cpu.to_string()).collect();
+    let ours = format!(
+        "{objects} orders taken by threads pinned to CPUs {} from one pool per node: {own} on the thread's own node",
+        cpus.join(",")
+    );
+    let verdict = if objects == 0 {
+        (
+            Verdict::NotMeasured,
+            "no CPU this process may use lies on an online node".into(),
+        )
+    } else if nm.nodes.len() == 1 {
+        (
+            Verdict::NotMeasurableHere,
+            format!(
+                "1 NUMA node: the one pool is on node {}, so a thread's own node and a remote one cannot differ (the pools ran, {own} of {objects} on it)",
+                nm.nodes[0]
+            ),
+        )
+    } else {
+        holds(
+            own == objects,
+            "every object a pinned thread took lies on that thread's node",
+        )
+    };
+    Claim::new(
+        "numa-per-node-pool",
+        "Pre-create a pool per NUMA node; each thread allocates from its own node's pool",
+        "a pool per node, the thread's node's used",
+        ours,
+        verdict,
+    )
+}
+
 /// Document 003's claims beside this run.
 pub fn claims(o: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
     let (pool, malloc) = (&o.profile.0, &o.profile.1);
@@ -314,6 +351,7 @@ pub fn claims(o: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
         ),
     };
     v.push(numa.at("NUMA-Aware Allocation; Lessons Learned 5"));
+    v.push(per_node(nm).at("NUMA-Aware Allocation, PerThreadPool"));
     let l1 = &o.l1;
     let (ours, verdict) = match (l1.misses, &l1.unavailable) {
         (Some((pool, malloc)), _) => {

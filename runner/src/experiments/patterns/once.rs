@@ -8,7 +8,8 @@ use crate::lab::error::{Error, Result};
 use crate::lab::harness::on_core;
 use crate::lab::stop;
 use handoff_clock::{Clock, Timer};
-use handoff_pool::numa::{self, Placement};
+use handoff_pool::numa::{self, PerNode, Placement};
+use handoff_pool::policy::ThreadCached;
 use handoff_pool::{BumpArena, Capacity, Pool};
 use handoff_stats::profile::{AllocProfiler, AllocReport};
 use serde::Serialize;
@@ -181,6 +182,58 @@ pub struct NumaOutcome {
     pub remote_cpu: Option<usize>,
     /// The node the buffer's pages were found on.
     pub buffer_node: u32,
+    /// The per-node pool (`handoff_pool::numa::PerNode`) from every CPU this process
+    /// may use.
+    pub per_node: Vec<PerNodeCheck>,
+}
+
+/// Objects a thread pinned to `cpu` took from the per-node pool, and how many of them
+/// lay on its own node.
+#[derive(Clone, Debug, Serialize)]
+pub struct PerNodeCheck {
+    /// The thread's core.
+    pub cpu: usize,
+    /// That core's node.
+    pub node: u32,
+    /// Objects taken.
+    pub objects: usize,
+    /// Of them, on `node`.
+    pub on_own_node: usize,
+}
+
+/// Objects each thread takes from the per-node pool.
+const PER_NODE_OBJECTS: usize = 1000;
+
+/// From each allowed CPU in turn, a pinned thread takes `PER_NODE_OBJECTS` orders from
+/// one `PerNode` pool and reads the node of each.
+fn per_node(timer: Timer, nodes: &[u32], allowed: &[usize]) -> Result<Vec<PerNodeCheck>> {
+    let pools = PerNode::<Order, ThreadCached>::new(Capacity::Fixed(PER_NODE_OBJECTS))
+        .map_err(|e| Error::Run(format!("per-node pool: {e}")))?;
+    let mut out = Vec::new();
+    for &node in nodes {
+        for cpu in cpus_of(node, allowed) {
+            let pools = &pools;
+            let on_own_node = on_core(timer, stop::flag(), cpu, move || {
+                let held: Vec<_> = (0..PER_NODE_OBJECTS)
+                    .map(|i| {
+                        pools
+                            .alloc(Order::new(i as u64))
+                            .unwrap_or_else(|_| bug("full"))
+                    })
+                    .collect();
+                held.iter()
+                    .filter(|o| numa::node_of(&***o).is_ok_and(|n| n == node))
+                    .count()
+            })?;
+            out.push(PerNodeCheck {
+                cpu,
+                node,
+                objects: PER_NODE_OBJECTS,
+                on_own_node,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// CPUs of `node` (`/sys/devices/system/node/nodeN/cpulist`) this process may use.
@@ -227,7 +280,9 @@ pub fn numa_access(cfg: &Config, timer: Timer, allowed: &[usize]) -> Result<Numa
         .iter()
         .find_map(|&n| cpus_of(n, allowed).first().copied());
     let remote_gbps = remote_cpu.map(sum_on).transpose()?;
+    let per_node = per_node(timer, &nodes, allowed)?;
     Ok(NumaOutcome {
+        per_node,
         nodes,
         local_gbps,
         local_cpu,

@@ -349,6 +349,13 @@ fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
             );
         }
     }
+    for c in &nm.per_node {
+        let _ = writeln!(
+            s,
+            "  per-node pool (cpu {}, node {}): {} of {} orders on the thread's own node",
+            c.cpu, c.node, c.on_own_node, c.objects
+        );
+    }
     let _ = match (o.l1.misses, &o.l1.unavailable) {
         (Some((pool, malloc)), _) => writeln!(
             s,
