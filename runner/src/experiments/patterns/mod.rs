@@ -7,6 +7,7 @@
 
 mod args;
 mod claims;
+mod fragment;
 mod once;
 mod report;
 mod sharing;
@@ -71,7 +72,7 @@ impl Experiment for Patterns {
     fn run(cfg: &Config, session: &mut Session) -> Result<report::Outcome> {
         let timer = session.clock.timer();
         let r = cfg.run.runs;
-        let steps = 3 + r * (2 + 1 + work::Shared::ALL.len() + 2 + 2) + 1 + 1 + 1;
+        let steps = 3 + 1 + r * (2 + 1 + work::Shared::ALL.len() + 2 + 2) + 1 + 1 + 1;
         let bar = session.progress(steps as u64)?;
         let check = stop::check;
         // Memory first, while the heap holds nothing freed that malloc could reuse.
@@ -82,6 +83,10 @@ impl Experiment for Patterns {
             memory.push((how, once::memory(cfg, how)?));
             bar.inc(1);
         }
+        check()?;
+        bar.set_message("fragmentation (glibc, child process)");
+        let fragmentation = sharing::fragmentation(timer, cfg.memory_ticks as u64)?;
+        bar.inc(1);
         let mut arena = Vec::new();
         let mut typed = Vec::new();
         let mut shared = vec![Vec::new(); work::Shared::ALL.len()];
@@ -169,7 +174,7 @@ impl Experiment for Patterns {
         let l1 = once::l1_misses(cfg, timer, cfg.cache_allocations)?;
         bar.inc(1);
         bar.finish_and_clear();
-        Ok(report::Outcome::new(
+        let mut outcome = report::Outcome::new(
             &session.clock,
             memory,
             arena,
@@ -181,6 +186,8 @@ impl Experiment for Patterns {
             numa,
             l1,
             lessons,
-        ))
+        );
+        outcome.fragmentation = fragmentation;
+        Ok(outcome)
     }
 }

@@ -60,6 +60,8 @@ pub struct Outcome {
     pub(super) orders: (OrderRun, OrderRun),
     pub(super) profile: (AllocReport, AllocReport),
     pub(super) numa: NumaOutcome,
+    /// glibc's heap after the tick processing (`fragment`).
+    pub(super) fragmentation: super::fragment::Fragmentation,
     pub(super) l1: L1Misses,
     pub(super) read_cost_ns: f64,
     /// Kept runs' ms of lessons 8 and 6: (packed, padded) and (glibc, jemalloc).
@@ -157,6 +159,7 @@ impl Outcome {
             outliers,
             profile,
             numa,
+            fragmentation: Default::default(),
             l1,
             read_cost_ns: (cost.start_ns + cost.end_ns) / 2.0,
             lessons_ms,
@@ -289,6 +292,16 @@ fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
             (m.overhead() * 100.0).max(0.0)
         );
     }
+    let f = &o.fragmentation;
+    let _ = writeln!(
+        s,
+        "  fragmentation, glibc: {} ticks processed (1000 symbols, last 100 kept, a 16-1024 byte snapshot replaced every 10th), {:.1} MiB heap, {:.1} MiB free inside it: {:.1}%; live {:.1} MiB requested",
+        f.ticks,
+        mib(f.heap),
+        mib(f.free_in_heap),
+        f.fraction() * 100.0,
+        mib(f.live_requested)
+    );
     v.push(s);
 
     let mut s = String::new();
@@ -536,6 +549,7 @@ impl Report<Config> for Outcome {
             json!({ "pool": o.profile.0, "malloc": o.profile.1, "clock_read_ns": o.read_cost_ns }),
         );
         m.insert("numa".into(), json!(o.numa));
+        m.insert("fragmentation".into(), json!(o.fragmentation));
         m.insert("l1_misses".into(), json!(o.l1));
         let outliers: Map<String, Value> = o
             .outliers

@@ -4,6 +4,7 @@
 //! batches of orders allocated and freed in a child process whose allocator is glibc,
 //! then one whose allocator is jemalloc).
 
+use super::fragment;
 use super::work::Order;
 use super::Config;
 use crate::lab::error::{Error, Result};
@@ -77,29 +78,46 @@ fn general_batches(timer: Timer, orders: u64) -> u64 {
     timer.now().saturating_sub(start)
 }
 
-/// The child's side: the order count in (8 bytes), the TSC frequency's bits (8 bytes),
-/// the wall ticks out.
+/// What the child is asked: [`general_batches`] (timed) or the fragmentation workload.
+const JOB_BATCHES: u64 = 0;
+const JOB_FRAGMENTATION: u64 = 1;
+
+/// The child's side: the job (8 bytes), a count (8 bytes: orders, or ticks), the TSC
+/// frequency's bits (8 bytes); the wall ticks out, or the fragmentation figures.
 pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
     let word = |k: usize| -> std::result::Result<u64, String> {
         input
             .get(k * 8..k * 8 + 8)
             .and_then(|b| b.try_into().ok())
             .map(u64::from_le_bytes)
-            .ok_or_else(|| "patterns child: expected 16 bytes".to_string())
+            .ok_or_else(|| "patterns child: expected 24 bytes".to_string())
     };
-    let (orders, freq) = (word(0)?, f64::from_bits(word(1)?));
-    let timer = Timer::with_frequency(handoff_clock::Source::Tsc, freq);
-    // A first pass warms the allocator's caches and the process's pages; the second is
-    // timed.
-    general_batches(timer, orders);
-    Ok(general_batches(timer, orders).to_le_bytes().to_vec())
+    let (job, count, freq) = (word(0)?, word(1)?, f64::from_bits(word(2)?));
+    match job {
+        JOB_BATCHES => {
+            let timer = Timer::with_frequency(handoff_clock::Source::Tsc, freq);
+            // A first pass warms the allocator's caches and the process's pages; the
+            // second is timed.
+            general_batches(timer, count);
+            Ok(general_batches(timer, count).to_le_bytes().to_vec())
+        }
+        JOB_FRAGMENTATION => Ok(fragment::tick_processing(count).to_bytes()),
+        _ => Err(format!("patterns child: unknown job {job}")),
+    }
+}
+
+/// The input of a child job.
+fn job(job: u64, count: u64, timer: Timer) -> Vec<u8> {
+    [job, count, timer.freq_hz().to_bits()]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect()
 }
 
 /// Wall ticks of [`general_batches`] in a child whose allocator is `allocator`
 /// (`"system"`: glibc malloc, or `"jemalloc"`).
 pub fn general(cfg: &Config, timer: Timer, allocator: &str) -> Result<u64> {
-    let mut input = (cfg.orders as u64).to_le_bytes().to_vec();
-    input.extend_from_slice(&timer.freq_hz().to_bits().to_le_bytes());
+    let input = job(JOB_BATCHES, cfg.orders as u64, timer);
     let out = child::run(allocator, CHILD_TASK, allocator, &input)?;
     out.get(..8)
         .and_then(|b| b.try_into().ok())
@@ -110,4 +128,17 @@ pub fn general(cfg: &Config, timer: Timer, allocator: &str) -> Result<u64> {
                 out.len()
             ))
         })
+}
+
+/// The fragmentation workload (`fragment`) over `ticks` ticks in a child whose
+/// allocator is glibc's.
+pub fn fragmentation(timer: Timer, ticks: u64) -> Result<fragment::Fragmentation> {
+    let out = child::run(
+        "glibc",
+        CHILD_TASK,
+        "system",
+        &job(JOB_FRAGMENTATION, ticks, timer),
+    )?;
+    fragment::Fragmentation::from_bytes(&out)
+        .ok_or_else(|| Error::Run(format!("glibc: the child returned {} bytes", out.len())))
 }
