@@ -84,7 +84,7 @@ pub fn tick_processing(ticks: u64) -> Fragmentation {
             drop(h.pop_front());
         }
         h.push_back(black_box(Box::new(Tick::new(i))));
-        if (i / SYMBOLS as u64) % SNAPSHOT_EVERY == 0 {
+        if (i / SYMBOLS as u64).is_multiple_of(SNAPSHOT_EVERY) {
             rng = rng
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1_442_695_040_888_963_407);
