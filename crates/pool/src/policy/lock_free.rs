@@ -141,6 +141,7 @@ impl<T> LockFreeStore<T> {
     #[inline(always)]
     fn take(&self) -> Option<(NonNull<T>, u32)> {
         let mut head = self.head.load(Ordering::Acquire);
+        let backoff = crossbeam_utils::Backoff::new();
         loop {
             let top = head as u32;
             if top == NIL {
@@ -161,10 +162,12 @@ impl<T> LockFreeStore<T> {
                     }
                     return Some((self.slot(top), top));
                 }
-                Err(now) => {
+                Err(mut now) => {
                     // A weak swap may fail spuriously: count only a changed head.
                     if (now ^ head) >> 32 != 0 {
                         super::contention::failed_swap();
+                        backoff.spin();
+                        now = self.head.load(Ordering::Acquire);
                     }
                     head = now;
                 }
@@ -176,6 +179,7 @@ impl<T> LockFreeStore<T> {
     #[inline(always)]
     fn put(&self, first: u32, last: u32) {
         let mut head = self.head.load(Ordering::Relaxed);
+        let backoff = crossbeam_utils::Backoff::new();
         loop {
             self.link(last).store(head as u32, Ordering::Relaxed);
             match self.head.compare_exchange_weak(
@@ -185,9 +189,11 @@ impl<T> LockFreeStore<T> {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return,
-                Err(now) => {
+                Err(mut now) => {
                     if (now ^ head) >> 32 != 0 {
                         super::contention::failed_swap();
+                        backoff.spin();
+                        now = self.head.load(Ordering::Relaxed);
                     }
                     head = now;
                 }
