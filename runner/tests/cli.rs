@@ -5,10 +5,55 @@
 use std::process::Command;
 
 fn runner(args: &[&str]) -> std::process::Output {
+    runner_with(args, &[])
+}
+
+fn runner_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_runner"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("run the runner binary")
+}
+
+/// Runs `args` (a `runner alloc`) with `env`, checks it succeeded, and reads the
+/// `alloc.json` it wrote into `out`.
+fn alloc_json(
+    args: &[&str],
+    env: &[(&str, &std::path::Path)],
+    out: &std::path::Path,
+) -> (std::process::Output, serde_json::Value) {
+    let o = runner_with(args, env);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = std::fs::read_to_string(out.join("alloc.json")).unwrap();
+    (o, serde_json::from_str(&text).unwrap())
+}
+
+/// `runner alloc` on a 2 MiB working set, 20 000 replacements, no sweep, no
+/// producer/consumer run, no noise probe, `runs` repeats, into `out`.
+fn small_alloc<'a>(runs: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "alloc",
+        "--working-set-mib",
+        "2",
+        "--items",
+        "20000",
+        "--runs",
+        runs,
+        "--sweep-max-mib",
+        "0",
+        "--handoff-items",
+        "0",
+        "--noise-seconds",
+        "0",
+        "--out",
+        out,
+    ]
 }
 
 fn allowed() -> Vec<usize> {
@@ -419,31 +464,11 @@ fn patterns_runs_every_part_and_says_what_it_cannot_measure() {
 fn alloc_keeps_every_repeat_and_pairs_them() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let o = runner(&[
-        "alloc",
-        "--working-set-mib",
-        "2",
-        "--ops",
-        "20000",
-        "--repeats",
-        "3",
-        "--sweep-max-mib",
-        "0",
-        "--handoff-items",
-        "0",
-        "--noise-seconds",
-        "0",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("alloc.json")).unwrap()).unwrap();
+    let mut args = small_alloc("3", out.to_str().unwrap());
+    // The old names of --items and --runs still work.
+    args[3] = "--ops";
+    args[5] = "--repeats";
+    let (o, json) = alloc_json(&args, &[], &out);
     let variants = json["variants"].as_array().unwrap();
     assert_eq!(
         variants.len(),
@@ -496,35 +521,12 @@ fn alloc_keeps_every_repeat_and_pairs_them() {
 fn alloc_reports_a_missing_library_unavailable_and_runs_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args([
-            "alloc",
-            "--working-set-mib",
-            "2",
-            "--items",
-            "20000",
-            "--runs",
-            "1",
-            "--sweep-max-mib",
-            "0",
-            "--handoff-items",
-            "0",
-            "--noise-seconds",
-            "0",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .env("HANDOFF_TCMALLOC_LIB", dir.path().join("no-such-lib.so"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    let missing = dir.path().join("no-such-lib.so");
+    let (o, json) = alloc_json(
+        &small_alloc("1", out.to_str().unwrap()),
+        &[("HANDOFF_TCMALLOC_LIB", &missing)],
+        &out,
     );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("alloc.json")).unwrap()).unwrap();
     let variants = json["variants"].as_array().unwrap();
     let tc = variants.iter().find(|v| v["name"] == "tcmalloc").unwrap();
     let why = tc["unavailable"].as_str().unwrap();

@@ -57,27 +57,27 @@ impl Outcome {
         t.dedup();
         t
     }
+    /// `c`'s ns per pair per thread (`seconds` false) or seconds on `t` threads, the
+    /// median of the repeats: the main test's when `t` is its thread count, else the
+    /// scaling run's.
+    fn at(&self, c: Contender, t: usize, cfg: &Config, seconds: bool) -> f64 {
+        median(self.of(c).iter().filter_map(|s| {
+            let (secs, ns) = if t == cfg.threads {
+                (s.seconds, s.ns_per_pair)
+            } else {
+                let p = s.scaling.iter().find(|p| p.0 == t)?;
+                (p.1, p.2)
+            };
+            Some(if seconds { secs } else { ns })
+        }))
+    }
     /// `c`'s ns per pair per thread on `t` threads (median of the repeats).
     pub(super) fn ns_at(&self, c: Contender, t: usize, cfg: &Config) -> f64 {
-        if t == cfg.threads {
-            return self.ns(c);
-        }
-        median(
-            self.of(c)
-                .iter()
-                .flat_map(|s| s.scaling.iter().filter(|p| p.0 == t).map(|p| p.2)),
-        )
+        self.at(c, t, cfg, false)
     }
     /// `c`'s seconds on `t` threads (median of the repeats).
     pub(super) fn seconds_at(&self, c: Contender, t: usize, cfg: &Config) -> f64 {
-        if t == cfg.threads {
-            return self.seconds(c);
-        }
-        median(
-            self.of(c)
-                .iter()
-                .flat_map(|s| s.scaling.iter().filter(|p| p.0 == t).map(|p| p.1)),
-        )
+        self.at(c, t, cfg, true)
     }
     /// `c`'s ns per pair beyond the test's own on `t` threads.
     pub(super) fn net_at(&self, c: Contender, t: usize, cfg: &Config) -> f64 {
