@@ -11,10 +11,12 @@
 //!   back to back, many times, and the median of the per-pair ratios is printed. On a
 //!   shared or virtualised host the speed of cross-core traffic drifts within seconds,
 //!   so ratios of neighbouring runs are steadier than two separate criterion groups.
-//!   The paired section has five parts, each selectable by name:
-//!   `spsc_paired/single`, `spsc_paired/batch`, `spsc_paired/round_trip`, and the
-//!   stamped ring against rtrb, `spsc_paired/stamped_single` and
-//!   `spsc_paired/stamped_round_trip`. Under each result a second line gives the median
+//!   The paired section has six parts, each selectable by name:
+//!   `spsc_paired/single`, `spsc_paired/batch` (handoff's chunks against rtrb's chunks,
+//!   with the chunk sizes each side actually got), `spsc_paired/batch_vs_single`
+//!   (handoff's chunks against rtrb's single items: what any chunk API gains),
+//!   `spsc_paired/round_trip`, and the stamped ring against rtrb,
+//!   `spsc_paired/stamped_single` and `spsc_paired/stamped_round_trip`. Under each result a second line gives the median
 //!   ratio per placement of the two cores (the round trip of a cache line between them,
 //!   probed before and after every pair) and the pairs during which the host moved them.
 //! * Every single-item run also counts failed pushes and failed pops per item and samples
@@ -47,7 +49,7 @@ use std::time::Duration;
 use criterion::{criterion_group, BenchmarkId, Criterion, SamplingMode, Throughput};
 
 const CAPACITY: usize = 1024;
-/// Items per batch for `handoff_batch`.
+/// Items per chunk for `handoff_batch` and `rtrb_batch`.
 const BATCH: usize = 64;
 
 /// The documents' 16-byte market tick.
@@ -364,24 +366,76 @@ fn single<P: Tx, C: Rx>((mut tx, mut rx): (P, C), n: u64, log: &DiagLog) -> Dura
     elapsed
 }
 
+/// What each side of a chunked run got from its chunk calls: how many calls, how many
+/// came back empty, and the items they carried (so the mean chunk size each side
+/// actually worked with).
+#[derive(Clone, Copy, Default)]
+struct ChunkDiag {
+    items: u64,
+    producer_calls: u64,
+    producer_empty: u64,
+    consumer_calls: u64,
+    consumer_empty: u64,
+}
+
+/// The chunk diagnostics of every batched run of one contender, in run order.
+type ChunkLog = std::sync::Mutex<Vec<ChunkDiag>>;
+
+static HANDOFF_CHUNKS: ChunkLog = ChunkLog::new(Vec::new());
+static RTRB_CHUNKS: ChunkLog = ChunkLog::new(Vec::new());
+
+/// Prints the medians (and ranges) of each batched contender's per-run chunk figures.
+fn print_chunk_diagnostics(contenders: &[(&str, &ChunkLog)]) {
+    for (name, log) in contenders {
+        let runs = log.lock().unwrap().clone();
+        if runs.is_empty() {
+            continue;
+        }
+        let column = |f: &dyn Fn(&ChunkDiag) -> f64| {
+            let mut v: Vec<f64> = runs.iter().map(f).collect();
+            let m = common::median(&mut v);
+            (m, v[0], v[v.len() - 1])
+        };
+        let full =
+            |calls: u64, empty: u64, items: u64| items as f64 / (calls - empty).max(1) as f64;
+        let p = column(&|d| full(d.producer_calls, d.producer_empty, d.items));
+        let c = column(&|d| full(d.consumer_calls, d.consumer_empty, d.items));
+        let pe = column(&|d| d.producer_empty as f64 / d.producer_calls.max(1) as f64);
+        let ce = column(&|d| d.consumer_empty as f64 / d.consumer_calls.max(1) as f64);
+        println!(
+            "  {name:<14} items per producer chunk {:.1} ({:.1}-{:.1}), empty {:.0}%   items per consumer chunk {:.1} ({:.1}-{:.1}), empty {:.0}%   (of up to {BATCH}; {} runs, medians and ranges)",
+            p.0, p.1, p.2, pe.0 * 100.0, c.0, c.1, c.2, ce.0 * 100.0, runs.len()
+        );
+    }
+}
+
 /// Zero-copy batches of up to `BATCH`: the producer writes ticks straight into the
 /// slots and publishes once per chunk; the consumer checks them in place and releases
 /// once per chunk.
 fn handoff_batch(n: u64) -> Duration {
     let (mut tx, mut rx) = handoff_ring();
-    two_threads(
+    let diag = std::sync::Mutex::new(ChunkDiag {
+        items: n,
+        ..ChunkDiag::default()
+    });
+    let shared = &diag;
+    let elapsed = two_threads(
         move || {
-            let mut next = 0u64;
+            let (mut next, mut calls, mut empty) = (0u64, 0u64, 0u64);
             while next < n {
                 let want = BATCH.min((n - next) as usize);
                 let mut chunk = tx.write_chunk(want);
                 let k = chunk.extend((next..next + chunk.len() as u64).map(tick)) as u64;
                 chunk.commit();
+                calls += 1;
+                empty += u64::from(k == 0);
                 next += k;
             }
+            let mut d = shared.lock().unwrap();
+            (d.producer_calls, d.producer_empty) = (calls, empty);
         },
         move || {
-            let mut next = 0u64;
+            let (mut next, mut calls, mut empty) = (0u64, 0u64, 0u64);
             while next < n {
                 let mut chunk = rx.read_chunk(BATCH);
                 let (a, b) = chunk.as_slices();
@@ -391,9 +445,72 @@ fn handoff_batch(n: u64) -> Duration {
                 }
                 let len = chunk.len();
                 chunk.consume(len);
+                calls += 1;
+                empty += u64::from(len == 0);
             }
+            let mut d = shared.lock().unwrap();
+            (d.consumer_calls, d.consumer_empty) = (calls, empty);
         },
-    )
+    );
+    HANDOFF_CHUNKS
+        .lock()
+        .unwrap()
+        .push(diag.into_inner().unwrap());
+    elapsed
+}
+
+/// rtrb's own chunk API the way its documentation shows it, with the same chunk size
+/// and the same per-item check as `handoff_batch`: `write_chunk_uninit` (asking again
+/// for what is free when fewer than `BATCH` slots are) and `fill_from_iter`, which
+/// commits; `read_chunk`, `as_slices`, `commit_all`.
+fn rtrb_batch(n: u64) -> Duration {
+    use rtrb::chunks::ChunkError::TooFewSlots;
+    let (mut tx, mut rx) = rtrb_ring();
+    let diag = std::sync::Mutex::new(ChunkDiag {
+        items: n,
+        ..ChunkDiag::default()
+    });
+    let shared = &diag;
+    let elapsed = two_threads(
+        move || {
+            let (mut next, mut calls, mut empty) = (0u64, 0u64, 0u64);
+            while next < n {
+                let want = BATCH.min((n - next) as usize);
+                let chunk = match tx.write_chunk_uninit(want) {
+                    Ok(chunk) => chunk,
+                    Err(TooFewSlots(k)) => tx.write_chunk_uninit(k).unwrap(),
+                };
+                let k = chunk.fill_from_iter((next..next + want as u64).map(tick)) as u64;
+                calls += 1;
+                empty += u64::from(k == 0);
+                next += k;
+            }
+            let mut d = shared.lock().unwrap();
+            (d.producer_calls, d.producer_empty) = (calls, empty);
+        },
+        move || {
+            let (mut next, mut calls, mut empty) = (0u64, 0u64, 0u64);
+            while next < n {
+                let chunk = match rx.read_chunk(BATCH) {
+                    Ok(chunk) => chunk,
+                    Err(TooFewSlots(k)) => rx.read_chunk(k).unwrap(),
+                };
+                let (a, b) = chunk.as_slices();
+                let len = a.len() + b.len();
+                for t in a.iter().chain(b) {
+                    check(t, next);
+                    next += 1;
+                }
+                chunk.commit_all();
+                calls += 1;
+                empty += u64::from(len == 0);
+            }
+            let mut d = shared.lock().unwrap();
+            (d.consumer_calls, d.consumer_empty) = (calls, empty);
+        },
+    );
+    RTRB_CHUNKS.lock().unwrap().push(diag.into_inner().unwrap());
+    elapsed
 }
 
 fn handoff_single(n: u64) -> Duration {
@@ -412,9 +529,10 @@ fn crossbeam_single(n: u64) -> Duration {
     single(crossbeam_ring(), n, &CROSSBEAM_DIAG)
 }
 
-const THROUGHPUT: [(&str, Run); 5] = [
+const THROUGHPUT: [(&str, Run); 6] = [
     ("handoff", handoff_single),
     ("handoff_batch", handoff_batch),
+    ("rtrb_batch", rtrb_batch),
     ("handoff_stamped", stamped_single),
     ("rtrb", rtrb_single),
     ("crossbeam_array_queue", crossbeam_single),
@@ -506,6 +624,7 @@ fn paired_comparison() {
     if ![
         "spsc_paired/single",
         "spsc_paired/batch",
+        "spsc_paired/batch_vs_single",
         "spsc_paired/round_trip",
         "spsc_paired/stamped_single",
         "spsc_paired/stamped_round_trip",
@@ -532,6 +651,26 @@ fn paired_comparison() {
         print_diagnostics(&[("handoff", &HANDOFF_DIAG), ("rtrb", &RTRB_DIAG)]);
     }
     if wanted("spsc_paired/batch") {
+        for log in [&HANDOFF_CHUNKS, &RTRB_CHUNKS] {
+            log.lock().unwrap().clear();
+        }
+        println!("chunks against chunks (both rings' chunk APIs, up to {BATCH} items per chunk):");
+        paired(
+            "throughput (M items/s)",
+            "M/s",
+            ("handoff_batch", handoff_batch),
+            ("rtrb_batch", rtrb_batch),
+            20_000_000,
+            21,
+            false,
+        );
+        print_chunk_diagnostics(&[
+            ("handoff_batch", &HANDOFF_CHUNKS),
+            ("rtrb_batch", &RTRB_CHUNKS),
+        ]);
+    }
+    if wanted("spsc_paired/batch_vs_single") {
+        println!("handoff's chunks against rtrb's single items (what the chunk API gains over push/pop; rtrb's chunks gain it too):");
         paired(
             "throughput (M items/s)",
             "M/s",
