@@ -122,10 +122,20 @@ impl<'a, T> WriteChunk<'a, T> {
     pub fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) -> usize {
         let before = self.written;
         let mut iter = iter.into_iter();
-        while self.written < self.len {
-            match iter.next() {
-                Some(value) => self.write_next(value),
-                None => break,
+        let start = self.tail.get().wrapping_add(self.written);
+        let (a, a_len, b, b_len) = self.raw.segments(start, self.len - self.written);
+        self.raw.track_write(start, self.len - self.written);
+        for (slots, n) in [(a, a_len), (b, b_len)] {
+            for i in 0..n {
+                let Some(value) = iter.next() else {
+                    return self.written - before;
+                };
+                // SAFETY: slot `i` of this segment lies among the reserved slots not yet
+                // written (`segments` covers exactly those, in order), so it is in bounds
+                // and ours; `written` counts it at once, so a later panic in `iter`
+                // leaves it to `Drop`.
+                unsafe { slots.add(i).write(MaybeUninit::new(value)) };
+                self.written += 1;
             }
         }
         self.written - before

@@ -147,6 +147,48 @@ impl<T> Raw<T> {
         let _ = (start, n);
     }
 
+    /// Hints the CPU to fetch the cache lines of slots `[start, start + n)` for writing
+    /// (`prefetchw`: the line comes in exclusive, its copies elsewhere invalidated), so
+    /// that a producer writing them one chunk later does not wait for each line to be
+    /// taken back from the consumer's core. Only for free slots: a line the consumer
+    /// still has to read would be pulled away from it. Only a hint: nothing is read or
+    /// written, any index is fine; a no-op off x86-64 and under Miri and loom. CPUs
+    /// without `prefetchw` execute it as a no-op (its opcode space is a reserved NOP).
+    #[inline(always)]
+    pub(crate) fn prefetch_write(&self, start: usize, n: usize) {
+        #[cfg(test)]
+        WRITE_PREFETCHES.with(|log| log.borrow_mut().push((start, n)));
+        #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
+        {
+            let size = core::mem::size_of::<T>();
+            if size == 0 {
+                return;
+            }
+            let step = (64 / size).max(1);
+            let mut i = 0;
+            while i < n {
+                let p = self.slot(start.wrapping_add(i));
+                #[allow(
+                    clippy::pointers_in_nomem_asm_block,
+                    reason = "prefetchw reads and writes no memory the program can observe"
+                )]
+                // SAFETY: `prefetchw` reads and writes no memory and cannot fault (a
+                // prefetch of any address is only a hint); it touches no register but
+                // its address operand and no flag.
+                unsafe {
+                    core::arch::asm!(
+                        "prefetchw [{0}]",
+                        in(reg) p,
+                        options(nostack, preserves_flags, nomem)
+                    )
+                };
+                i += step;
+            }
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri), not(loom))))]
+        let _ = (start, n);
+    }
+
     /// Records a write access to slots `[start, start + n)` for loom's race detector.
     #[inline(always)]
     pub(crate) fn track_write(&self, start: usize, n: usize) {
@@ -291,3 +333,11 @@ impl<T> Backing for crate::Heap<T> {}
 impl<T, const N: usize> sealed::Sealed for &crate::StaticChannel<T, N> {}
 #[cfg(not(loom))]
 impl<T, const N: usize> Backing for &crate::StaticChannel<T, N> {}
+
+#[cfg(test)]
+std::thread_local! {
+    /// Every `prefetch_write(start, n)` of this thread, in order (unit tests only: what
+    /// the producer asked to fetch cannot be seen from outside).
+    pub(crate) static WRITE_PREFETCHES: core::cell::RefCell<std::vec::Vec<(usize, usize)>> =
+        const { core::cell::RefCell::new(std::vec::Vec::new()) };
+}

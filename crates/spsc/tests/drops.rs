@@ -108,6 +108,54 @@ fn panicking_iterator_in_extend_leaks_nothing() {
     assert_eq!(count(&drops), 3);
 }
 
+/// `extend` fills the reservation segment by segment: across the end of the slot array,
+/// after single `push`es into the same chunk, and with a source that panics in the
+/// second segment (what was written is dropped by the chunk, once).
+#[test]
+fn extend_across_the_wrap_and_after_push() {
+    let drops = counter();
+    let (mut tx, mut rx) = channel::<Counted>(8);
+    // Move both indices to 6, so a chunk of 8 runs over slots 6, 7, 0, ... 5.
+    for i in 0..6 {
+        tx.try_push(Counted::new(i, &drops)).unwrap();
+    }
+    for i in 0..6 {
+        assert_eq!(rx.try_pop().unwrap().id, i);
+    }
+    let mut chunk = tx.write_chunk(8);
+    assert_eq!(chunk.len(), 8);
+    chunk.push(Counted::new(100, &drops)).unwrap();
+    assert_eq!(chunk.extend((101..105).map(|i| Counted::new(i, &drops))), 4);
+    assert_eq!(chunk.extend((105..200).map(|i| Counted::new(i, &drops))), 3);
+    assert_eq!(chunk.extend((200..201).map(|i| Counted::new(i, &drops))), 0);
+    chunk.commit();
+    for i in 100..108 {
+        assert_eq!(rx.try_pop().unwrap().id, i);
+    }
+    assert_eq!(count(&drops), 6 + 8);
+    // Indices at 14 (slot 6): the source fails on its fourth item, in slot 1.
+    let d = drops.clone();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut chunk = tx.write_chunk(8);
+        chunk.extend((0..8).map(|i| {
+            assert!(i < 3, "source failed");
+            Counted::new(300 + i, &d)
+        }));
+        chunk.commit();
+    }));
+    assert!(result.is_err());
+    assert_eq!(
+        count(&drops),
+        6 + 8 + 3,
+        "the three written items dropped once"
+    );
+    assert!(rx.is_empty());
+    tx.try_push(Counted::new(400, &drops)).unwrap();
+    assert_eq!(rx.try_pop().unwrap().id, 400);
+    drop((tx, rx));
+    assert_eq!(count(&drops), 6 + 8 + 3 + 1);
+}
+
 #[test]
 fn read_chunk_take_consume_and_leave() {
     let drops = counter();
