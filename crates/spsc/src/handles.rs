@@ -173,7 +173,11 @@ impl<T, B: Backing> Producer<T, B> {
     /// [`WriteChunk::push`] / [`WriteChunk::extend`] (or the raw slices and
     /// [`WriteChunk::assume_written`]) and make them visible to the consumer with one
     /// index store by [`WriteChunk::commit`]. The chunk may be shorter than `max`
-    /// (empty if the ring is full).
+    /// (empty if the ring is full: then the call spends one `pause` before it returns,
+    /// so a loop retrying at once does not take the consumer's index line on every try).
+    /// On x86-64 it also asks the CPU to fetch, for writing, the lines of the free slots
+    /// right after the chunk (up to `max` more), so the next chunk's lines leave the
+    /// consumer's core while this one is written.
     ///
     /// ```
     /// let (mut tx, mut rx) = handoff_spsc::channel::<String>(8);
@@ -187,6 +191,11 @@ impl<T, B: Backing> Producer<T, B> {
     pub fn write_chunk(&mut self, max: usize) -> WriteChunk<'_, T> {
         self.keep_tail();
         let n = max.min(self.free_hint(max));
+        if n == 0 && max > 0 {
+            // A producer retrying on a full ring would otherwise load `head` back to back,
+            // taking the line from the consumer that is about to store it.
+            crate::raw::pause();
+        }
         self.prefetch_write_next(n, max);
         self.raw.track_write(self.tail.get(), n);
         WriteChunk::new(&self.raw, &self.tail, n)
@@ -624,7 +633,7 @@ impl<T, B: Backing> Consumer<T, B> {
     fn poll_ready(&self) -> usize {
         let ready = self.refresh_ready();
         if ready == 0 {
-            core::hint::spin_loop();
+            crate::raw::pause();
         }
         ready
     }
@@ -726,6 +735,30 @@ mod tests {
     /// not released (that would pull an unread item's line away from the consumer):
     /// checked against the consumer's real position over a random run of chunk calls
     /// that fills, drains and wraps the ring many times.
+    /// A `write_chunk` that finds the ring full spends one `pause` (as a `read_chunk`
+    /// that finds it empty does); one that gets slots, or asks for none, does not.
+    #[test]
+    fn chunk_calls_pause_only_when_they_get_nothing() {
+        use crate::raw::PAUSES;
+        let pauses = || PAUSES.with(core::cell::Cell::get);
+        let (mut tx, mut rx) = channel::<u8>(4);
+        let before = pauses();
+        assert!(rx.read_chunk(4).is_empty());
+        assert_eq!(pauses(), before + 1, "empty read_chunk");
+        let mut chunk = tx.write_chunk(4);
+        assert_eq!(chunk.extend(0..4), 4);
+        chunk.commit();
+        assert_eq!(pauses(), before + 1, "write_chunk that got 4 slots");
+        assert!(tx.write_chunk(0).is_empty());
+        assert_eq!(pauses(), before + 1, "write_chunk(0)");
+        assert!(tx.write_chunk(2).is_empty());
+        assert_eq!(pauses(), before + 2, "write_chunk on a full ring");
+        assert_eq!(rx.read_chunk(1).consume(1), 1);
+        assert_eq!(pauses(), before + 2, "read_chunk that got an item");
+        assert_eq!(tx.write_chunk(2).len(), 1);
+        assert_eq!(pauses(), before + 2, "write_chunk that got one slot");
+    }
+
     #[test]
     fn write_chunk_prefetches_the_next_chunk_of_free_slots_only() {
         use crate::raw::WRITE_PREFETCHES;

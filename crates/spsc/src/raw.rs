@@ -341,3 +341,18 @@ std::thread_local! {
     pub(crate) static WRITE_PREFETCHES: core::cell::RefCell<std::vec::Vec<(usize, usize)>> =
         const { core::cell::RefCell::new(std::vec::Vec::new()) };
 }
+
+/// One `pause` (`core::hint::spin_loop`) for a call that found nothing to do; counted per
+/// thread in unit tests.
+#[inline(always)]
+pub(crate) fn pause() {
+    #[cfg(test)]
+    PAUSES.with(|n| n.set(n.get() + 1));
+    core::hint::spin_loop();
+}
+
+#[cfg(test)]
+std::thread_local! {
+    /// How many times this thread's calls paused (unit tests only).
+    pub(crate) static PAUSES: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+}
