@@ -774,7 +774,8 @@ mod tests {
         let (mut tail, mut head) = (0usize, 0usize);
         let (mut full_ahead, mut none_free) = (0, 0);
         let mut state = 0x2545_f491_4f6c_dd1du64;
-        for _ in 0..20_000 {
+        let steps = if cfg!(miri) { 1_000 } else { 20_000 };
+        for _ in 0..steps {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
@@ -818,8 +819,9 @@ mod tests {
                 head += n;
             }
         }
+        // Both ends were reached often: a full next chunk asked for, and nothing free.
         assert!(
-            full_ahead > 1000 && none_free > 100,
+            full_ahead > steps / 20 && none_free > steps / 200,
             "{full_ahead} {none_free}"
         );
     }
