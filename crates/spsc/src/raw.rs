@@ -119,6 +119,23 @@ impl<T> Raw<T> {
         (self.slot(start), first, self.buf.as_ptr(), n - first)
     }
 
+    /// Calls `f` with the address of one slot in each cache line of slots
+    /// `[start, start + n)` (every `64 / size_of::<T>()`-th slot), for the prefetches.
+    #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
+    #[inline(always)]
+    fn each_line(&self, start: usize, n: usize, mut f: impl FnMut(*mut MaybeUninit<T>)) {
+        let size = core::mem::size_of::<T>();
+        if size == 0 {
+            return;
+        }
+        let step = (64 / size).max(1);
+        let mut i = 0;
+        while i < n {
+            f(self.slot(start.wrapping_add(i)));
+            i += step;
+        }
+    }
+
     /// Hints the CPU to start loading the cache lines of slots `[start, start + n)`, so
     /// that a consumer taking them one chunk later finds them on the way in. Only a
     /// hint: nothing is read, any index is fine, and it is a no-op off x86-64 and under
@@ -126,23 +143,12 @@ impl<T> Raw<T> {
     #[inline(always)]
     pub(crate) fn prefetch(&self, start: usize, n: usize) {
         #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
-        {
+        self.each_line(start, n, |p| {
             use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let size = core::mem::size_of::<T>();
-            if size == 0 {
-                return;
-            }
-            let step = (64 / size).max(1);
-            let mut i = 0;
-            while i < n {
-                // SAFETY: a prefetch reads and writes nothing and cannot fault; `sse` is
-                // part of the x86-64 baseline. (`slot` masks the index anyway.)
-                unsafe {
-                    _mm_prefetch::<_MM_HINT_T0>(self.slot(start.wrapping_add(i)).cast::<i8>())
-                };
-                i += step;
-            }
-        }
+            // SAFETY: a prefetch reads and writes nothing and cannot fault; `sse` is
+            // part of the x86-64 baseline. (`slot` masks the index anyway.)
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>()) };
+        });
         #[cfg(not(all(target_arch = "x86_64", not(miri), not(loom))))]
         let _ = (start, n);
     }
@@ -159,32 +165,22 @@ impl<T> Raw<T> {
         #[cfg(test)]
         WRITE_PREFETCHES.with(|log| log.borrow_mut().push((start, n)));
         #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
-        {
-            let size = core::mem::size_of::<T>();
-            if size == 0 {
-                return;
-            }
-            let step = (64 / size).max(1);
-            let mut i = 0;
-            while i < n {
-                let p = self.slot(start.wrapping_add(i));
-                #[allow(
-                    clippy::pointers_in_nomem_asm_block,
-                    reason = "prefetchw reads and writes no memory the program can observe"
-                )]
-                // SAFETY: `prefetchw` reads and writes no memory and cannot fault (a
-                // prefetch of any address is only a hint); it touches no register but
-                // its address operand and no flag.
-                unsafe {
-                    core::arch::asm!(
-                        "prefetchw [{0}]",
-                        in(reg) p,
-                        options(nostack, preserves_flags, nomem)
-                    )
-                };
-                i += step;
-            }
-        }
+        self.each_line(start, n, |p| {
+            #[allow(
+                clippy::pointers_in_nomem_asm_block,
+                reason = "prefetchw reads and writes no memory the program can observe"
+            )]
+            // SAFETY: `prefetchw` reads and writes no memory and cannot fault (a prefetch
+            // of any address is only a hint); it touches no register but its address
+            // operand and no flag.
+            unsafe {
+                core::arch::asm!(
+                    "prefetchw [{0}]",
+                    in(reg) p,
+                    options(nostack, preserves_flags, nomem)
+                )
+            };
+        });
         #[cfg(not(all(target_arch = "x86_64", not(miri), not(loom))))]
         let _ = (start, n);
     }
