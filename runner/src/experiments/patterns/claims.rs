@@ -330,7 +330,7 @@ pub fn claims(o: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
     } else {
         (
             Verdict::NotMeasured,
-            "glibc's heap did not serve the workload (it holds less than the live bytes): the child ran on another allocator".into(),
+            "glibc's heap did not serve the workload (fewer bytes in use in it than the workload keeps live): the child ran on another allocator".into(),
         )
     };
     v.push(
