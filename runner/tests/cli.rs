@@ -517,6 +517,42 @@ fn alloc_keeps_every_repeat_and_pairs_them() {
     );
 }
 
+/// The sweep records handoff-alloc's slow path (refills, spills, depot traffic) per
+/// 1000 replacements, in the JSON and in the printed table; no other contender has it.
+#[test]
+fn alloc_sweep_prints_handoff_allocs_slow_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut args = small_alloc("1", out.to_str().unwrap());
+    args[8] = "1"; // --sweep-max-mib 1: one point
+    args.extend(["--sweep-items", "50000"]);
+    let (o, json) = alloc_json(&args, &[], &out);
+    let variants = json["variants"].as_array().unwrap();
+    let points = variants[0]["sweep_slow_path_per_1000_pairs"]
+        .as_array()
+        .unwrap();
+    assert_eq!(variants[0]["name"], "handoff-alloc");
+    assert_eq!(points.len(), 1);
+    assert_eq!(points[0]["working_set_bytes"], 1 << 20);
+    // A spill moves the older half (31) of a full magazine of 63 to the depot, and a
+    // refill takes at most 31 back.
+    let f = |k: &str| points[0][k].as_f64().unwrap();
+    assert!((f("to_depot") - 31.0 * f("spills")).abs() < 1e-6, "{points:?}");
+    assert!(f("from_depot") <= 31.0 * f("refills") + 1e-6, "{points:?}");
+    for v in &variants[1..] {
+        assert!(
+            v.get("sweep_slow_path_per_1000_pairs").is_none(),
+            "{}",
+            v["name"]
+        );
+    }
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("slow path per 1000 replacements"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn alloc_reports_a_missing_library_unavailable_and_runs_the_rest() {
     let dir = tempfile::tempdir().unwrap();

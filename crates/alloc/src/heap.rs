@@ -235,6 +235,14 @@ pub(crate) struct Bin {
     pub(crate) listed: AtomicU64,
     pub(crate) reclaimed: AtomicU64,
     pub(crate) remote_sent: AtomicU64,
+    /// Allocations that found the magazine empty (calls of `refill`).
+    pub(crate) refills: AtomicU64,
+    /// Frees that found the magazine full (calls of `spill`).
+    pub(crate) spills: AtomicU64,
+    /// Blocks moved from the magazine to the depot (or the overflow list).
+    pub(crate) to_depot: AtomicU64,
+    /// Blocks moved from the depot (or the overflow list) to the magazine.
+    pub(crate) from_depot: AtomicU64,
 }
 
 impl Bin {
@@ -250,6 +258,10 @@ impl Bin {
             listed: AtomicU64::new(0),
             reclaimed: AtomicU64::new(0),
             remote_sent: AtomicU64::new(0),
+            refills: AtomicU64::new(0),
+            spills: AtomicU64::new(0),
+            to_depot: AtomicU64::new(0),
+            from_depot: AtomicU64::new(0),
         }
     }
 }
@@ -427,6 +439,8 @@ impl Heap {
         }
         mag.count.store((n - half) as u32, Ordering::Relaxed);
         add(&bin.listed, half as u64);
+        add(&bin.spills, 1);
+        add(&bin.to_depot, half as u64);
     }
 
     /// The first entry of class `c`'s depot.
@@ -482,6 +496,7 @@ impl Heap {
         debug_assert!(c < NUM_CLASSES);
         let mag = &self.mags[c];
         let bin = &self.bins[c];
+        add(&bin.refills, 1);
         // SAFETY: the owner alone touches its depot and lists.
         let (len, overflow, inbox) = unsafe {
             (
@@ -542,6 +557,7 @@ impl Heap {
         }
         if got > 0 {
             sub(&bin.listed, got);
+            add(&bin.from_depot, got);
         } else {
             // Before cutting new memory: a heap nobody owns may hold blocks of this
             // class that other threads returned to it after its thread exited.

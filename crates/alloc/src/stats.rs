@@ -66,6 +66,17 @@ pub struct Stats {
     /// Times a heap that ran out of a class took the blocks other threads had returned
     /// to a heap nobody owns (its thread exited), rather than cut new ones.
     pub orphan_borrows: u64,
+    /// Small blocks cut from never-used memory, ever.
+    pub blocks_carved: u64,
+    /// Allocations that found their thread's magazine for the class empty and took the
+    /// slow path (a refill from the depot, returned blocks, or new memory), ever.
+    pub magazine_refills: u64,
+    /// Frees that found the magazine full and moved half of it to the depot, ever.
+    pub magazine_spills: u64,
+    /// Blocks moved from magazines to depots, ever.
+    pub depot_blocks_in: u64,
+    /// Blocks moved from depots to magazines, ever.
+    pub depot_blocks_out: u64,
 }
 
 /// One heap's figures.
@@ -169,6 +180,11 @@ pub fn stats() -> Stats {
                 + reclaimed as i64;
             s.remote_frees += sent;
             s.remote_frees_reclaimed += reclaimed;
+            s.blocks_carved += bin.carved.load(Ordering::Relaxed);
+            s.magazine_refills += bin.refills.load(Ordering::Relaxed);
+            s.magazine_spills += bin.spills.load(Ordering::Relaxed);
+            s.depot_blocks_in += bin.to_depot.load(Ordering::Relaxed);
+            s.depot_blocks_out += bin.from_depot.load(Ordering::Relaxed);
         }
     }
     for (c, n) in live.iter().enumerate() {

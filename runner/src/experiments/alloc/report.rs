@@ -272,6 +272,24 @@ impl Outcome {
                 }
                 let _ = writeln!(s);
             }
+            let counters = self
+                .of(Contender::Handoff)
+                .first()
+                .map_or(&[][..], |x| x.sweep_counters.as_slice());
+            if !counters.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "  handoff-alloc's slow path per 1000 replacements (the steady part, after the filling): magazine refills, spills, blocks magazine -> depot, depot -> magazine"
+                );
+                for (ws, c) in cfg.sweep.iter().zip(counters) {
+                    let [r, sp, to, from] = c.per_1000();
+                    let _ = writeln!(
+                        s,
+                        "    {:>5} MiB: {r:.2} refills, {sp:.2} spills, {to:.1} to the depot, {from:.1} from it",
+                        ws / MIB
+                    );
+                }
+            }
         }
         s
     }
@@ -345,6 +363,21 @@ impl Outcome {
                         })
                         .collect::<Vec<_>>(),
                 );
+                if let Some(counters) = each.first().map(|s| &s.sweep_counters) {
+                    if !counters.is_empty() {
+                        v.set(
+                            "sweep_slow_path_per_1000_pairs",
+                            counters
+                                .iter()
+                                .zip(&self.sweep(c).to_vec())
+                                .map(|(k, &(ws, _))| {
+                                    let [r, sp, to, from] = k.per_1000();
+                                    json!({"working_set_bytes": ws, "refills": r, "spills": sp, "to_depot": to, "from_depot": from})
+                                })
+                                .collect::<Vec<_>>(),
+                        );
+                    }
+                }
                 v
             })
             .collect()

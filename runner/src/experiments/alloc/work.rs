@@ -11,7 +11,8 @@
 //! the cited test's "void allocator") measures the test's own cost.
 
 use super::workload::{
-    layout, one_thread, read_once, size, write_once, Blocks, Live, Real, Rng, Void,
+    layout, one_thread, one_thread_probed, read_once, size, write_once, Blocks, Live, Real, Rng,
+    Void,
 };
 use crate::lab::error::{Error, Result};
 use crate::lab::{harness, stop};
@@ -233,6 +234,49 @@ pub struct Sample {
     /// (threads, seconds, ns per pair per thread) of the scaling run.
     #[serde(default)]
     pub scaling: Vec<(usize, f64, f64)>,
+    /// handoff-alloc only: its slow-path counters over the replacements of each sweep
+    /// point (the filling and the final frees left out), in the sweep's order.
+    #[serde(default)]
+    pub sweep_counters: Vec<SlowPath>,
+}
+
+/// handoff-alloc's slow-path events over one run of the test, from its statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlowPath {
+    /// Replacements of the run.
+    pub pairs: u64,
+    /// Allocations that found the magazine empty.
+    pub refills: u64,
+    /// Frees that found the magazine full.
+    pub spills: u64,
+    /// Blocks moved from magazines to depots.
+    pub to_depot: u64,
+    /// Blocks moved from depots to magazines.
+    pub from_depot: u64,
+}
+
+impl SlowPath {
+    /// The events between two readings of handoff-alloc's statistics.
+    fn between(a: &handoff_alloc::Stats, b: &handoff_alloc::Stats, pairs: usize) -> SlowPath {
+        SlowPath {
+            pairs: pairs as u64,
+            refills: b.magazine_refills.saturating_sub(a.magazine_refills),
+            spills: b.magazine_spills.saturating_sub(a.magazine_spills),
+            to_depot: b.depot_blocks_in.saturating_sub(a.depot_blocks_in),
+            from_depot: b.depot_blocks_out.saturating_sub(a.depot_blocks_out),
+        }
+    }
+
+    /// Per 1000 replacements: refills, spills, blocks to the depot, blocks from it.
+    pub fn per_1000(&self) -> [f64; 4] {
+        let k = 1000.0 / self.pairs.max(1) as f64;
+        [
+            self.refills as f64 * k,
+            self.spills as f64 * k,
+            self.to_depot as f64 * k,
+            self.from_depot as f64 * k,
+        ]
+    }
 }
 
 /// The task name of the child runner.
@@ -350,10 +394,21 @@ fn run<B: Blocks, F: Fn() -> B + Sync>(new: F, spec: &Spec) -> Result<Sample> {
         scaling.push((t, s, ns));
     }
     let mut sweep = Vec::new();
+    let mut sweep_counters = Vec::new();
+    let counted = spec.contender == Contender::Handoff;
     for &ws in &spec.sweep {
+        let mut readings = Vec::with_capacity(2);
         let (s, _) = harness::on_core(spec.timer, stop, spec.pins[0], || {
-            one_thread(&mut new(), ws, spec.sweep_ops, 0x5eed)
+            let mut probe = || {
+                if counted {
+                    readings.push(handoff_alloc::stats());
+                }
+            };
+            one_thread_probed(&mut new(), ws, spec.sweep_ops, 0x5eed, &mut probe)
         })??;
+        if let [before, after] = readings.as_slice() {
+            sweep_counters.push(SlowPath::between(before, after, spec.sweep_ops));
+        }
         sweep.push((
             ws,
             spec.timer.ticks_for_seconds(s) / spec.sweep_ops.max(1) as f64,
@@ -367,6 +422,7 @@ fn run<B: Blocks, F: Fn() -> B + Sync>(new: F, spec: &Spec) -> Result<Sample> {
         sweep,
         handoff_per_s: None,
         scaling,
+        sweep_counters,
     })
 }
 

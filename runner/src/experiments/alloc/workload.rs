@@ -170,6 +170,19 @@ pub(super) fn one_thread<B: Blocks>(
     ops: usize,
     seed: u64,
 ) -> Result<(f64, usize)> {
+    one_thread_probed(b, working_set, ops, seed, &mut || {})
+}
+
+/// [`one_thread`], calling `probe` right before the replacements start and right after
+/// they end (outside the timed part), so that a caller can read counters over exactly
+/// the steady part.
+pub(super) fn one_thread_probed<B: Blocks>(
+    b: &mut B,
+    working_set: usize,
+    ops: usize,
+    seed: u64,
+    probe: &mut dyn FnMut(),
+) -> Result<(f64, usize)> {
     let mut rng = Rng(seed);
     let mut live: Vec<Live> = Vec::new();
     let mut requested = 0usize;
@@ -182,6 +195,7 @@ pub(super) fn one_thread<B: Blocks>(
     }
     let mut peak = requested;
     let levels = usize::BITS - 1 - live.len().leading_zeros();
+    probe();
     let start = Instant::now();
     let mut bad = 0usize;
     for _ in 0..ops {
@@ -197,6 +211,7 @@ pub(super) fn one_thread<B: Blocks>(
         peak = peak.max(requested);
     }
     let secs = start.elapsed().as_secs_f64();
+    probe();
     for l in live.drain(..) {
         bad += usize::from(!read_once(&l));
         // SAFETY: as above.
