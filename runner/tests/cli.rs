@@ -537,7 +537,10 @@ fn alloc_sweep_prints_handoff_allocs_slow_path() {
     // A spill moves the older half (31) of a full magazine of 63 to the depot, and a
     // refill takes at most 31 back.
     let f = |k: &str| points[0][k].as_f64().unwrap();
-    assert!((f("to_depot") - 31.0 * f("spills")).abs() < 1e-6, "{points:?}");
+    assert!(
+        (f("to_depot") - 31.0 * f("spills")).abs() < 1e-6,
+        "{points:?}"
+    );
     assert!(f("from_depot") <= 31.0 * f("refills") + 1e-6, "{points:?}");
     for v in &variants[1..] {
         assert!(
