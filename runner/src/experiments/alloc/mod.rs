@@ -138,11 +138,37 @@ impl Experiment for Alloc {
             .zip(preload)
             .filter_map(|(&c, p)| {
                 p.map(|p| match p {
-                    Ok(lib) => (c, Ok(lib.display().to_string())),
+                    Ok(lib) => (c, Ok(shown_path(&lib))),
                     Err(why) => (c, Err(why)),
                 })
             })
             .collect();
         Ok(Outcome { samples, libraries })
+    }
+}
+
+/// A library's path as the results record it: relative to the working directory when it
+/// lies under it (a library the runner built in `target/`), so the results name no
+/// folder of the machine that ran them; as found otherwise (a system library).
+fn shown_path(lib: &std::path::Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| lib.strip_prefix(cwd).ok().map(std::path::Path::to_path_buf))
+        .unwrap_or_else(|| lib.to_path_buf())
+        .display()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_path;
+
+    #[test]
+    fn a_library_under_the_working_directory_is_shown_relative() {
+        let cwd = std::env::current_dir().unwrap();
+        let built = cwd.join("target/contenders/libhoard.so");
+        assert_eq!(shown_path(&built), "target/contenders/libhoard.so");
+        let system = std::path::Path::new("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4");
+        assert_eq!(shown_path(system), system.display().to_string());
     }
 }
