@@ -730,11 +730,6 @@ impl<T, B: Backing> fmt::Debug for Consumer<T, B> {
 mod tests {
     use crate::channel;
 
-    /// `write_chunk` asks the CPU to fetch, for writing, the slots right after the chunk
-    /// it hands out, up to one more chunk of `max`, and never a slot the consumer has
-    /// not released (that would pull an unread item's line away from the consumer):
-    /// checked against the consumer's real position over a random run of chunk calls
-    /// that fills, drains and wraps the ring many times.
     /// A `write_chunk` that finds the ring full spends one `pause` (as a `read_chunk`
     /// that finds it empty does); one that gets slots, or asks for none, does not.
     #[test]
@@ -759,6 +754,11 @@ mod tests {
         assert_eq!(pauses(), before + 2, "write_chunk that got one slot");
     }
 
+    /// `write_chunk` asks the CPU to fetch, for writing, the slots right after the chunk
+    /// it hands out, up to one more chunk of `max`, and never a slot the consumer has
+    /// not released (that would pull an unread item's line away from the consumer):
+    /// checked against the consumer's real position over a random run of chunk calls
+    /// that fills, drains and wraps the ring many times.
     #[test]
     fn write_chunk_prefetches_the_next_chunk_of_free_slots_only() {
         use crate::raw::WRITE_PREFETCHES;

@@ -369,7 +369,7 @@ impl Outcome {
                             "sweep_slow_path_per_1000_pairs",
                             counters
                                 .iter()
-                                .zip(&self.sweep(c).to_vec())
+                                .zip(self.sweep(c))
                                 .map(|(k, &(ws, _))| {
                                     let [r, sp, to, from] = k.per_1000();
                                     json!({"working_set_bytes": ws, "refills": r, "spills": sp, "to_depot": to, "from_depot": from})
