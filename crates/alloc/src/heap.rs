@@ -123,7 +123,17 @@ fn reserve_arena() -> Option<*mut u8> {
         if g > 0 && geo.arena_size() > budget {
             continue;
         }
-        let base = os::reserve(geo.arena_size(), geo.region_size());
+        // The full arena is aligned to a heap's span (each heap's span then is too), so
+        // that the free fast path tells from the bits of an address above its class's
+        // region offset whether it lies in the thread's heap, and which class it is in
+        // (`imp::push_local`). The reduced arenas take the slow path and need only
+        // their regions aligned.
+        let align = if g == 0 {
+            geo.span()
+        } else {
+            geo.region_size()
+        };
+        let base = os::reserve(geo.arena_size(), align);
         if base.is_null() {
             continue;
         }
@@ -296,7 +306,7 @@ const EMPTY_OUTBOX: Outbox = Outbox {
     key: 0,
 };
 
-const CLASS_SLOTS: usize = 1 << CLASS_BITS;
+pub(crate) const CLASS_SLOTS: usize = 1 << CLASS_BITS;
 
 /// Outboxes per heap: a direct-mapped table keyed by (owner, class). Two keys that
 /// share a slot take turns (the occupant is sent early, as a shorter batch).

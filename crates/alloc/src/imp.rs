@@ -1,8 +1,8 @@
 //! `GlobalAlloc` for [`HandoffAlloc`]: the fast paths, inline, and the dispatch to the
 //! slow ones.
 
-use crate::class::{class_for, class_of, MAX_SMALL, REGION_BITS, REGION_SIZE};
-use crate::heap::{self, arena_offset, geometry, LOCAL};
+use crate::class::{class_for, class_of, MAX_SMALL, REGION_BITS};
+use crate::heap::{self, arena_offset, geometry, CLASS_SLOTS, LOCAL};
 use crate::{big, HandoffAlloc};
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;
@@ -21,27 +21,34 @@ fn pop_local(c: usize) -> *mut u8 {
         .unwrap_or(ptr::null_mut())
 }
 
-/// Pushes `p` onto this thread's magazine for class `c` if its address says it is a
-/// block of this thread's heap in class `c` and the magazine has room; false otherwise.
-/// (In an arena smaller than the full one the thread's `base` is `NO_BASE`, so this
-/// is always false and the slow path decodes the address.)
+/// Pushes `p` onto this thread's magazine for its class if its address says it is a
+/// block of this thread's heap and the magazine has room; false otherwise. (In an arena
+/// smaller than the full one the thread's `base` is `NO_BASE`, so this is always false
+/// and the slow path decodes the address.)
 ///
-/// `c` comes from the layout the caller passes to `dealloc`; the address decides. The
-/// test is one comparison (is the offset of `p` from the thread's heap span inside the
-/// region of class `c`), and because the magazine's address is computed from `c`, not
-/// from `p`, the push does not wait for `p` to be known: a free right after an
-/// allocation does not lengthen the chain of dependent loads.
+/// The class comes from the address, not from the layout the caller passes to
+/// `dealloc`: the full arena and so every heap's span is aligned to the span's size, so
+/// the address's bits above the region offset, exclusive-or the span's start, are the
+/// class when `p` lies in the span and 32 or more when it does not. One exclusive-or,
+/// one shift and one comparison do both tests, and a block freed with a layout other
+/// than the one it was made with still goes back to its own class. In document 004's
+/// test, whose sizes vary, computing the class from the layout cost about 4 of the
+/// 16-18 TSC ticks the allocator took per pair beyond the test's own at 1 and 4 MiB
+/// (the lookup in the class table and its range checks); a free of a constant layout
+/// (`alloc_pair` in benches/alloc.rs) gets the class for nothing either way, and there
+/// the address's class costs about 0.12 ns per pair (1.79 -> 1.91 ns): see
+/// docs/alloc.md, "The free's class test".
 #[inline(always)]
-fn push_local(p: *mut u8, c: usize) -> bool {
+fn push_local(p: *mut u8) -> bool {
     LOCAL
         .try_with(|l| {
-            let off = p.addr().wrapping_sub(l.base.get());
-            if off.wrapping_sub(c << REGION_BITS) >= REGION_SIZE {
+            let x = (p.addr() ^ l.base.get()) >> REGION_BITS;
+            if x >= CLASS_SLOTS {
                 return false;
             }
-            // SAFETY: `p` lies in this thread's heap's region of class `c` (so the
-            // thread owns a heap and `heap` is it); the caller is done with it.
-            unsafe { (*l.heap.get()).mags[c & 31].push(p) }
+            // SAFETY: `p` lies in this thread's heap span (so the thread owns a heap and
+            // `heap` is it), in the region of class `x`; the caller is done with it.
+            unsafe { (*l.heap.get()).mags[x].push(p) }
         })
         .unwrap_or(false)
 }
@@ -116,10 +123,10 @@ unsafe impl GlobalAlloc for HandoffAlloc {
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if let Some(c) = class_for(layout.size(), layout.align()) {
-            if push_local(ptr, c) {
-                return;
-            }
+        // The layout is not needed: the address says where the block belongs.
+        let _ = layout;
+        if push_local(ptr) {
+            return;
         }
         // SAFETY: the caller's live block, no longer used.
         unsafe { free_slow(ptr) };
@@ -179,5 +186,86 @@ unsafe impl GlobalAlloc for HandoffAlloc {
             unsafe { self.dealloc(ptr, layout) };
         }
         new
+    }
+}
+
+#[cfg(all(test, not(miri)))]
+mod tests {
+    use super::*;
+    use crate::class::{class_size, NUM_CLASSES};
+    use crate::heap::{geometry_index, HEAP_SPAN};
+    use core::sync::atomic::Ordering;
+
+    /// This thread's magazine count for class `c`.
+    fn in_magazine(c: usize) -> u32 {
+        // SAFETY: `heap` is `NO_HEAP` or this thread's heap, both statics.
+        LOCAL.with(|l| unsafe { (*l.heap.get()).mags[c].count.load(Ordering::Relaxed) })
+    }
+
+    #[test]
+    fn the_free_fast_path_takes_this_heaps_blocks_of_every_class_and_nothing_else() {
+        let a = HandoffAlloc;
+        let layouts: Vec<Layout> = (0..NUM_CLASSES)
+            .map(|c| Layout::from_size_align(class_size(c), 8).unwrap())
+            .collect();
+        // A block of every class through the allocator: the first binds a heap.
+        // SAFETY: valid layouts of non-zero size.
+        let blocks: Vec<*mut u8> = layouts.iter().map(|&l| unsafe { a.alloc(l) }).collect();
+        assert!(blocks.iter().all(|p| !p.is_null()));
+        if geometry_index() != 0 {
+            // A reduced arena: every free takes the slow path, by design.
+            for (&p, &l) in blocks.iter().zip(&layouts) {
+                // SAFETY: allocated above with `l`.
+                unsafe { a.dealloc(p, l) };
+            }
+            return;
+        }
+        let base = LOCAL.with(|l| l.base.get());
+        assert_eq!(
+            base % HEAP_SPAN,
+            0,
+            "the heap's span is aligned to its size"
+        );
+        for (c, (&p, &l)) in blocks.iter().zip(&layouts).enumerate() {
+            assert_eq!((p.addr() - base) >> REGION_BITS, c, "class {c}");
+            let before = in_magazine(c);
+            if before as usize == heap::MAG {
+                // A full magazine: the push declines and the slow path spills.
+                // SAFETY: allocated above with `l`.
+                unsafe { a.dealloc(p, l) };
+                continue;
+            }
+            assert!(
+                push_local(p),
+                "class {c}: this heap's block takes the fast path"
+            );
+            assert_eq!(
+                in_magazine(c),
+                before + 1,
+                "class {c}: into its own magazine"
+            );
+            // The block comes back out of the same magazine, then is freed for real.
+            assert_eq!(pop_local(c), p);
+            // SAFETY: allocated above with `l`, handed back once here.
+            unsafe { a.dealloc(p, l) };
+        }
+        // Not this heap's blocks: the neighbouring heaps' spans, the arena's outside,
+        // a big block. None is read or written; each is refused before any access.
+        assert!(!push_local(base.wrapping_add(HEAP_SPAN) as *mut u8));
+        assert!(!push_local(base.wrapping_sub(8) as *mut u8));
+        assert!(!push_local(8 as *mut u8));
+        let big_layout = Layout::from_size_align(1 << 20, 8).unwrap();
+        // SAFETY: a valid layout.
+        let big = unsafe { a.alloc(big_layout) };
+        assert!(!big.is_null());
+        assert!(!push_local(big), "a big block is not an arena block");
+        // SAFETY: allocated just above with this layout.
+        unsafe { a.dealloc(big, big_layout) };
+        // A thread that has no heap takes nothing on the fast path.
+        let p = blocks[4].addr();
+        let taken = std::thread::spawn(move || push_local(p as *mut u8))
+            .join()
+            .unwrap();
+        assert!(!taken, "a thread without a heap");
     }
 }
