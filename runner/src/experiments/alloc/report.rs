@@ -2,6 +2,7 @@
 //! results JSON and the charts, from every contender's samples.
 
 use super::args::MIB;
+use super::work::SlowPath;
 use super::{Config, Contender, Sample};
 use crate::lab::chart::{Chart, Series};
 use crate::lab::claims::Claim;
@@ -124,8 +125,44 @@ impl Outcome {
     pub(super) fn net(&self, c: Contender) -> f64 {
         self.ns(c) - self.ns(Contender::Void)
     }
-    pub(super) fn sweep(&self, c: Contender) -> &[(usize, f64)] {
-        self.of(c).first().map_or(&[], |s| s.sweep.as_slice())
+    /// `c`'s sweep: at each working set, the median over the repeats that ran it of
+    /// the ticks per pair.
+    pub(super) fn sweep(&self, c: Contender) -> Vec<(usize, f64)> {
+        let runs = self.sweep_runs(c);
+        let Some(first) = runs.first() else {
+            return Vec::new();
+        };
+        first
+            .iter()
+            .enumerate()
+            .map(|(k, &(ws, _))| {
+                (
+                    ws,
+                    median(runs.iter().filter_map(|r| r.get(k)).map(|p| p.1)),
+                )
+            })
+            .collect()
+    }
+    /// `c`'s sweep in every repeat that ran one, in the repeats' order.
+    fn sweep_runs(&self, c: Contender) -> Vec<&[(usize, f64)]> {
+        self.of(c)
+            .iter()
+            .map(|s| s.sweep.as_slice())
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+    /// handoff-alloc's slow-path counters at each sweep point, summed over the repeats.
+    fn sweep_counters(&self) -> Vec<SlowPath> {
+        let mut sum: Vec<SlowPath> = Vec::new();
+        for s in self.of(Contender::Handoff) {
+            for (k, c) in s.sweep_counters.iter().enumerate() {
+                match sum.get_mut(k) {
+                    Some(t) => t.add(c),
+                    None => sum.push(*c),
+                }
+            }
+        }
+        sum
     }
     /// The sweep less the baseline's ticks at the same working set.
     pub(super) fn net_sweep(&self, c: Contender) -> Vec<(usize, f64)> {
@@ -247,8 +284,9 @@ impl Outcome {
         if !cfg.sweep.is_empty() {
             let _ = writeln!(
                 s,
-                "\nTSC ticks per pair as the working set grows ({} replacements each; in brackets, less the test's own)",
-                cfg.sweep_items
+                "\nTSC ticks per pair as the working set grows ({} replacements each, medians of {} repeats, contenders alternated; in brackets, less the test's own)",
+                cfg.sweep_items,
+                self.sweep_runs(Contender::Handoff).len()
             );
             let ran: Vec<Contender> = Contender::ALL
                 .into_iter()
@@ -272,14 +310,11 @@ impl Outcome {
                 }
                 let _ = writeln!(s);
             }
-            let counters = self
-                .of(Contender::Handoff)
-                .first()
-                .map_or(&[][..], |x| x.sweep_counters.as_slice());
+            let counters = self.sweep_counters();
             if !counters.is_empty() {
                 let _ = writeln!(
                     s,
-                    "  handoff-alloc's slow path per 1000 replacements (the steady part, after the filling): magazine refills, spills, blocks magazine -> depot, depot -> magazine"
+                    "  handoff-alloc's slow path per 1000 replacements (the steady part, after the filling; all repeats): magazine refills, spills, blocks magazine -> depot, depot -> magazine"
                 );
                 for (ws, c) in cfg.sweep.iter().zip(counters) {
                     let [r, sp, to, from] = c.per_1000();
@@ -363,14 +398,15 @@ impl Outcome {
                         })
                         .collect::<Vec<_>>(),
                 );
-                if let Some(counters) = each.first().map(|s| &s.sweep_counters) {
+                if c == Contender::Handoff {
+                    let counters = self.sweep_counters();
                     if !counters.is_empty() {
                         v.set(
                             "sweep_slow_path_per_1000_pairs",
                             counters
                                 .iter()
                                 .zip(self.sweep(c))
-                                .map(|(k, &(ws, _))| {
+                                .map(|(k, (ws, _))| {
                                     let [r, sp, to, from] = k.per_1000();
                                     json!({"working_set_bytes": ws, "refills": r, "spills": sp, "to_depot": to, "from_depot": from})
                                 })
@@ -398,7 +434,15 @@ impl Outcome {
                     .sweep(c)
                     .iter()
                     .zip(self.net_sweep(c))
-                    .map(|(&(x, t), (_, n))| json!({"x": x, "ticks_per_pair": t, "ticks_per_pair_less_test": n}))
+                    .enumerate()
+                    .map(|(k, (&(x, t), (_, n)))| {
+                        let runs: Vec<f64> = self
+                            .sweep_runs(c)
+                            .iter()
+                            .filter_map(|r| r.get(k).map(|p| p.1))
+                            .collect();
+                        json!({"x": x, "ticks_per_pair": t, "ticks_per_pair_less_test": n, "ticks_per_pair_runs": runs})
+                    })
                     .collect(),
             })
             .collect()
@@ -516,5 +560,62 @@ impl Report<Config> for Outcome {
 
     fn charts(&self, cfg: &Config) -> Result<Outputs> {
         Outcome::charts(self, cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(sweep: &[f64], refills: u64) -> Sample {
+        Sample {
+            sweep: sweep
+                .iter()
+                .enumerate()
+                .map(|(k, &t)| (MIB << (2 * k), t))
+                .collect(),
+            sweep_counters: vec![
+                SlowPath {
+                    pairs: 1000,
+                    refills,
+                    ..SlowPath::default()
+                };
+                sweep.len()
+            ],
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn the_sweep_is_the_median_of_the_repeats_and_the_counters_their_sum() {
+        let mut samples = vec![Vec::new(); Contender::ALL.len()];
+        let at = |c: Contender| Contender::ALL.iter().position(|&x| x == c).unwrap();
+        // One repeat stretched at 4 MiB (a host pause): the median ignores it.
+        samples[at(Contender::Handoff)] = vec![
+            sample(&[20.0, 24.0], 1),
+            sample(&[21.0, 90.0], 2),
+            sample(&[22.0, 25.0], 3),
+        ];
+        samples[at(Contender::Void)] = vec![
+            sample(&[10.0, 10.0], 0),
+            sample(&[10.0, 11.0], 0),
+            sample(&[12.0, 10.0], 0),
+        ];
+        let o = Outcome {
+            samples,
+            libraries: Vec::new(),
+        };
+        assert_eq!(
+            o.sweep(Contender::Handoff),
+            vec![(MIB, 21.0), (4 * MIB, 25.0)]
+        );
+        assert_eq!(
+            o.net_sweep(Contender::Handoff),
+            vec![(MIB, 11.0), (4 * MIB, 15.0)]
+        );
+        let k = o.sweep_counters();
+        assert_eq!(k.len(), 2);
+        assert_eq!((k[0].pairs, k[0].refills), (3000, 6));
+        assert!(o.sweep(Contender::Jemalloc).is_empty(), "it did not run");
     }
 }

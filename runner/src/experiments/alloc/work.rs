@@ -267,6 +267,15 @@ impl SlowPath {
         }
     }
 
+    /// Adds `o`'s events and replacements to these.
+    pub fn add(&mut self, o: &SlowPath) {
+        self.pairs += o.pairs;
+        self.refills += o.refills;
+        self.spills += o.spills;
+        self.to_depot += o.to_depot;
+        self.from_depot += o.from_depot;
+    }
+
     /// Per 1000 replacements: refills, spills, blocks to the depot, blocks from it.
     pub fn per_1000(&self) -> [f64; 4] {
         let k = 1000.0 / self.pairs.max(1) as f64;
