@@ -10,7 +10,7 @@
 
 use crate::class::{
     class_size, Geometry, CLASS_BITS, DEPOT_CHUNK, DEPOT_ENTRY, DEPOT_TABLES, GEOMETRIES, HEAPS,
-    NUM_CLASSES,
+    NUM_CLASSES, REGION_HEAD,
 };
 use crate::lock::Lock;
 use crate::os;
@@ -600,7 +600,7 @@ impl Heap {
         let (bump, end) = unsafe { (&mut *bin.bump.get(), &mut *bin.end.get()) };
         let start = self.region_start(c);
         if bump.is_null() {
-            *bump = start;
+            *bump = start.wrapping_add(REGION_HEAD);
             *end = start;
         }
         let mut got = 0;
@@ -662,7 +662,7 @@ impl Heap {
         unsafe {
             *bin.depot_len.get() = 0;
             *bin.overflow.get() = ptr::null_mut();
-            *bin.bump.get() = self.region_start(c);
+            *bin.bump.get() = self.region_start(c).wrapping_add(REGION_HEAD);
         }
         mag.count.store(0, Ordering::Relaxed);
         bin.listed.store(0, Ordering::Relaxed);

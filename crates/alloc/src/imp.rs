@@ -192,7 +192,7 @@ unsafe impl GlobalAlloc for HandoffAlloc {
 #[cfg(all(test, not(miri)))]
 mod tests {
     use super::*;
-    use crate::class::{class_size, NUM_CLASSES};
+    use crate::class::{class_align, class_size, NUM_CLASSES, REGION_HEAD};
     use crate::heap::{geometry_index, HEAP_SPAN};
     use core::sync::atomic::Ordering;
 
@@ -228,6 +228,11 @@ mod tests {
         );
         for (c, (&p, &l)) in blocks.iter().zip(&layouts).enumerate() {
             assert_eq!((p.addr() - base) >> REGION_BITS, c, "class {c}");
+            assert_eq!(
+                p.addr() % class_align(c),
+                0,
+                "class {c}: its promised alignment"
+            );
             let before = in_magazine(c);
             if before as usize == heap::MAG {
                 // A full magazine: the push declines and the slow path spills.
@@ -261,6 +266,19 @@ mod tests {
         assert!(!push_local(big), "a big block is not an arena block");
         // SAFETY: allocated just above with this layout.
         unsafe { a.dealloc(big, big_layout) };
+        // Aligned requests: up to the region head's alignment from a class, beyond it
+        // from a mapping of their own; aligned either way.
+        for shift in 3..=12 {
+            let l = Layout::from_size_align(100, 1 << shift).unwrap();
+            // SAFETY: a valid layout.
+            let p = unsafe { a.alloc(l) };
+            assert!(!p.is_null());
+            assert_eq!(p.addr() % l.align(), 0, "align {}", l.align());
+            let in_arena = (p.addr() ^ base) >> REGION_BITS < CLASS_SLOTS;
+            assert_eq!(in_arena, l.align() <= REGION_HEAD, "align {}", l.align());
+            // SAFETY: allocated just above with `l`.
+            unsafe { a.dealloc(p, l) };
+        }
         // A thread that has no heap takes nothing on the fast path.
         let p = blocks[4].addr();
         let taken = std::thread::spawn(move || push_local(p as *mut u8))
