@@ -163,6 +163,7 @@ fn run_into(plan: &AllPlan) -> Result<()> {
         stop::check()?;
     }
     stop::check()?;
+    record_final_folder(&plan.staging, &plan.folder)?;
     let results = report::load(&plan.staging)?;
     let text = report::render(&results);
     write_atomic(&plan.staging.join(report::REPORT), text.as_bytes())
@@ -278,9 +279,56 @@ pub fn compare(sub: &ArgMatches) -> Result<()> {
     Ok(())
 }
 
+/// Each experiment's JSON records the folder it was written to (`config.out`); in
+/// `runner all` that is the staging folder, which is renamed when every experiment is
+/// done. Rewrites it to the folder the results end up in, as the user named it.
+fn record_final_folder(staging: &Path, folder: &Path) -> Result<()> {
+    let fail = |what: &Path, e: String| Error::Output(format!("{}: {e}", what.display()));
+    let entries = std::fs::read_dir(staging).map_err(|e| fail(staging, e.to_string()))?;
+    for entry in entries {
+        let path = entry.map_err(|e| fail(staging, e.to_string()))?.path();
+        if path.extension().and_then(|x| x.to_str()) != Some("json") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).map_err(|e| fail(&path, e.to_string()))?;
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| fail(&path, e.to_string()))?;
+        let Some(out) = json.pointer_mut("/config/out") else {
+            continue;
+        };
+        *out = serde_json::Value::String(folder.display().to_string());
+        let text = serde_json::to_vec_pretty(&json).map_err(|e| fail(&path, e.to_string()))?;
+        write_atomic(&path, &text).map_err(|e| fail(&path, e.to_string()))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_results_record_the_folder_they_end_up_in() {
+        let dir = std::env::temp_dir().join(format!("handoff-all-out-{}", std::process::id()));
+        let staging = dir.join(".m.partial-1");
+        std::fs::create_dir_all(&staging).unwrap();
+        let json = staging.join("queue.json");
+        std::fs::write(
+            &json,
+            br#"{"config": {"out": "/tmp/x/.m.partial-1", "runs": 5}, "claims": []}"#,
+        )
+        .unwrap();
+        std::fs::write(staging.join("queue.txt"), b"not json").unwrap();
+        record_final_folder(&staging, Path::new("handoff-results/m")).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(v["config"]["out"], "handoff-results/m");
+        assert_eq!(v["config"]["runs"], 5, "the rest is kept");
+        assert_eq!(
+            std::fs::read(staging.join("queue.txt")).unwrap(),
+            b"not json"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn every_experiment_takes_its_flags_at_every_scale() {
