@@ -79,11 +79,11 @@ impl Experiment for Alloc {
         },
         default: AllRun {
             flags: &[],
-            seconds: 80,
+            seconds: 150,
         },
         full: AllRun {
             flags: &["--full"],
-            seconds: 320,
+            seconds: 390,
         },
     };
 
