@@ -286,7 +286,11 @@ impl Outcome {
                 s,
                 "\nTSC ticks per pair as the working set grows ({} replacements each, medians of {} repeats, contenders alternated; in brackets, less the test's own)",
                 cfg.sweep_items,
-                self.sweep_runs(Contender::Handoff).len()
+                Contender::ALL
+                    .iter()
+                    .map(|&c| self.sweep_runs(c).len())
+                    .max()
+                    .unwrap_or(0)
             );
             let ran: Vec<Contender> = Contender::ALL
                 .into_iter()
@@ -424,7 +428,8 @@ impl Outcome {
         Contender::ALL
             .iter()
             .filter(|&&c| !self.sweep(c).is_empty())
-            .map(|&c| Sweep {
+            .map(|&c| (c, self.sweep_runs(c)))
+            .map(|(c, repeats)| Sweep {
                 name: "working_set",
                 variant: c.name().into(),
                 x: "working_set_bytes",
@@ -436,8 +441,7 @@ impl Outcome {
                     .zip(self.net_sweep(c))
                     .enumerate()
                     .map(|(k, (&(x, t), (_, n)))| {
-                        let runs: Vec<f64> = self
-                            .sweep_runs(c)
+                        let runs: Vec<f64> = repeats
                             .iter()
                             .filter_map(|r| r.get(k).map(|p| p.1))
                             .collect();
