@@ -102,7 +102,7 @@ fn pair_arena(n: u64) -> Duration {
     for i in 0..n {
         let o = a.try_alloc(order(i)).expect("released at once");
         black_box(&*o);
-        r.release(o).expect("same arena");
+        r.free(o).expect("same arena");
     }
     t.elapsed()
 }
@@ -186,7 +186,7 @@ fn cross_return_queue(n: u64) -> Duration {
         move |o| a.try_alloc(o).ok(),
         move |b| {
             let seq = b.seq;
-            r.release(b).expect("same pool");
+            r.free(b).expect("same pool");
             seq
         },
     )
@@ -199,7 +199,7 @@ fn cross_arena(n: u64) -> Duration {
         move |o| a.try_alloc(o).ok(),
         move |b| {
             let seq = b.seq;
-            r.release(b).expect("same arena");
+            r.free(b).expect("same arena");
             seq
         },
     )
@@ -252,7 +252,7 @@ fn interleaved<P: Policy>(n: u64) -> Duration {
     let pool = Pool::<Block, P>::new(Capacity::Fixed(POLICY_SLOTS)).unwrap();
     let t = Instant::now();
     for i in 0..n {
-        let Ok(o) = pool.alloc(block(i)) else {
+        let Ok(o) = pool.try_alloc(block(i)) else {
             panic!("one object live at a time")
         };
         black_box(&*o);
@@ -278,7 +278,7 @@ where
     let per = n / 2;
     both_cores(|| {
         for i in 0..per {
-            let Ok(o) = pool.alloc(block(i)) else {
+            let Ok(o) = pool.try_alloc(block(i)) else {
                 panic!("two objects live at a time")
             };
             black_box(&*o);

@@ -40,6 +40,12 @@ pub struct RemoteStack {
     head: AtomicPtr<u8>,
 }
 
+impl Default for RemoteStack {
+    fn default() -> RemoteStack {
+        RemoteStack::new()
+    }
+}
+
 impl RemoteStack {
     /// An empty stack.
     #[cfg(not(loom))]
@@ -103,9 +109,3 @@ impl RemoteStack {
     }
 }
 
-#[cfg(not(loom))]
-impl Default for RemoteStack {
-    fn default() -> Self {
-        Self::new()
-    }
-}

@@ -189,7 +189,8 @@ pub struct Releaser<T> {
 
 /// An object in an arena slot: like a `Box<T>`, but its memory belongs to the arena.
 ///
-/// Give it to [`Releaser::release`] to drop it and acknowledge it. Dropped anywhere
+/// Give it to [`Releaser::free`] to drop it and acknowledge it (or to
+/// [`Releaser::release`] to take it out and acknowledge it). Dropped anywhere
 /// else, the object is dropped and acknowledged on the arena's second counter (one
 /// atomic add), so the arena still comes back. Forgetting it leaks the object, keeps
 /// its arena from ever being reused, and leaks the arenas' memory.
@@ -305,17 +306,52 @@ impl<T> Allocator<T> {
 }
 
 impl<T> Releaser<T> {
-    /// Drops the object and acknowledges it on its arena's counter, or hands it back
-    /// untouched in [`Foreign`] if it came from another arena set.
+    /// Moves the object out of its slot, acknowledges it on its arena's counter and
+    /// returns it; an object from another arena set is handed back untouched in
+    /// [`Foreign`]. [`free`](Self::free) drops the object in its slot instead.
     ///
     /// ```
     /// let (mut alloc, mut release) = handoff_pool::arena::new::<String>(Default::default()).unwrap();
     /// let s = alloc.try_alloc("bid 99.75".to_string()).unwrap();
-    /// release.release(s).unwrap();
+    /// assert_eq!(release.release(s).unwrap(), "bid 99.75");
     /// assert_eq!(release.stats().released, 1);
     /// ```
     #[inline]
-    pub fn release(&mut self, object: ArenaBox<T>) -> Result<(), Foreign<ArenaBox<T>>> {
+    pub fn release(&mut self, object: ArenaBox<T>) -> Result<T, Foreign<ArenaBox<T>>> {
+        if object.shared != self.shared {
+            return Err(self.foreign(object));
+        }
+        // Ownership moves first (leak-safety rule): the box can no longer drop it.
+        let object = ManuallyDrop::new(object);
+        let (ptr, arena) = (object.ptr, object.arena);
+        self.acked[arena] += 1;
+        self.stats.released += 1;
+        // SAFETY: the shared state outlives this handle.
+        let shared = unsafe { self.shared.as_ref() };
+        shared.touch(ptr);
+        // SAFETY: the box owned a live `T` in this slot and was forgotten above, so
+        // the value is moved out once; the slot is empty from here on.
+        let value = unsafe { ptr.as_ptr().read() };
+        // Release: the read above happens before the allocator's acquire load.
+        shared.counters[arena]
+            .acked
+            .store(self.acked[arena], Ordering::Release);
+        Ok(value)
+    }
+
+    /// Drops the object in its slot and acknowledges it on its arena's counter (also
+    /// if the object's destructor panics), or hands it back untouched in [`Foreign`] if
+    /// it came from another arena set. As [`release`](Self::release), without moving
+    /// the object out.
+    ///
+    /// ```
+    /// let (mut alloc, mut release) = handoff_pool::arena::new::<String>(Default::default()).unwrap();
+    /// let s = alloc.try_alloc("bid 99.75".to_string()).unwrap();
+    /// release.free(s).unwrap();
+    /// assert_eq!(release.stats().released, 1);
+    /// ```
+    #[inline]
+    pub fn free(&mut self, object: ArenaBox<T>) -> Result<(), Foreign<ArenaBox<T>>> {
         if object.shared != self.shared {
             return Err(self.foreign(object));
         }

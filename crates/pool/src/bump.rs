@@ -9,10 +9,22 @@ use core::ptr::NonNull;
 use alloc::alloc::{alloc, dealloc, handle_alloc_error};
 
 use crate::numa::{Placement, Region};
-use crate::ConfigError;
+use crate::{ConfigError, Exhausted};
 
 /// Alignment of the buffer of an arena from the global allocator: a cache line.
 const BASE_ALIGN: usize = 64;
+
+/// What a [`BumpArena`] holds and has refused so far ([`BumpArena::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BumpStats {
+    /// The buffer's size in bytes.
+    pub capacity: usize,
+    /// Bytes in use, alignment padding included.
+    pub used: usize,
+    /// Allocations refused for want of room since the arena was made (resets do not
+    /// clear it).
+    pub exhausted: u64,
+}
 
 /// A bump arena: allocation moves an offset forward in one fixed buffer, and
 /// [`reset`](Self::reset) frees everything at once.
@@ -24,8 +36,9 @@ const BASE_ALIGN: usize = 64;
 ///   the buffer itself starts on a cache line (a page when placed). Document 003
 ///   rounds every allocation up to 64 bytes; for that, allocate a
 ///   `#[repr(align(64))]` type.
-/// * A full arena is a normal outcome: `alloc` hands the value back, the others
-///   return `None`. The arena never grows and never allocates after `new`.
+/// * A full arena is a normal outcome: every `try_alloc*` hands its argument back in
+///   [`Exhausted`] and counts it. The arena never grows and never allocates after
+///   `new`.
 /// * Values are never dropped: `reset` and dropping the arena forget them (their
 ///   destructors do not run; their memory is reused). Put `Copy` data or values
 ///   without a needed destructor in it.
@@ -42,13 +55,13 @@ const BASE_ALIGN: usize = 64;
 ///     arena.reset(); // frees the previous batch at once
 ///     let mut sum = 0.0;
 ///     for i in 0..10 {
-///         let t = arena.alloc(Tick { ts: batch * 10 + i, price: 100.0, volume: 1, flags: 0 }).unwrap();
+///         let t = arena.try_alloc(Tick { ts: batch * 10 + i, price: 100.0, volume: 1, flags: 0 }).unwrap();
 ///         sum += t.price;
 ///     }
 ///     assert_eq!(sum, 1000.0);
 ///     // Full: the value comes back.
 ///     let extra = Tick { ts: 0, price: 0.0, volume: 0, flags: 0 };
-///     assert_eq!(arena.alloc(extra), Err(extra));
+///     assert_eq!(arena.try_alloc(extra).unwrap_err().into_inner(), extra);
 /// }
 /// ```
 ///
@@ -56,7 +69,7 @@ const BASE_ALIGN: usize = 64;
 ///
 /// ```compile_fail
 /// let mut arena = handoff_pool::BumpArena::new(64).unwrap();
-/// let x = arena.alloc(1u64).unwrap();
+/// let x = arena.try_alloc(1u64).unwrap();
 /// arena.reset();
 /// *x = 2; // error: `arena` is still borrowed by `x`
 /// ```
@@ -65,6 +78,8 @@ pub struct BumpArena {
     capacity: usize,
     /// Bytes used from `base`.
     used: Cell<usize>,
+    /// Allocations refused for want of room.
+    exhausted: Cell<u64>,
     /// The placed mapping, or `None` for the global allocator's buffer.
     region: Option<Region>,
 }
@@ -79,6 +94,7 @@ impl fmt::Debug for BumpArena {
         f.debug_struct("BumpArena")
             .field("capacity", &self.capacity)
             .field("used", &self.used.get())
+            .field("exhausted", &self.exhausted.get())
             .field("placed", &self.region.is_some())
             .finish()
     }
@@ -105,7 +121,7 @@ impl BumpArena {
     /// use handoff_pool::{numa::Placement, BumpArena};
     /// # if cfg!(miri) { return; }
     /// let arena = BumpArena::with_placement(1 << 20, Placement::Interleave).unwrap();
-    /// let v = arena.alloc_slice_fill_with(1000, |i| i as f64).unwrap();
+    /// let v = arena.try_alloc_slice_fill_with(1000, |i| i as f64).unwrap();
     /// assert_eq!(v[999], 999.0);
     /// ```
     pub fn with_placement(bytes: usize, placement: Placement) -> Result<BumpArena, ConfigError> {
@@ -120,6 +136,7 @@ impl BumpArena {
                 base: region.base(),
                 capacity: region.len(),
                 used: Cell::new(0),
+                exhausted: Cell::new(0),
                 region: Some(region),
             });
         }
@@ -132,22 +149,34 @@ impl BumpArena {
             base,
             capacity: bytes,
             used: Cell::new(0),
+            exhausted: Cell::new(0),
             region: None,
         })
     }
 
-    /// Room for `layout`, uninitialised, or `None` if the arena has not enough left
-    /// (document 003's `allocate(size)`).
+    /// Room for `layout`, uninitialised (document 003's `allocate(size)`), or the
+    /// layout handed back in [`Exhausted`] (counted in [`stats`](Self::stats)) if the
+    /// arena has not enough left.
     ///
     /// ```
     /// use std::alloc::Layout;
     /// let arena = handoff_pool::BumpArena::new(256).unwrap();
-    /// let p = arena.alloc_layout(Layout::from_size_align(24, 64).unwrap()).unwrap();
+    /// let p = arena.try_alloc_layout(Layout::from_size_align(24, 64).unwrap()).unwrap();
     /// assert_eq!(p.as_ptr() as usize % 64, 0);
-    /// assert!(arena.alloc_layout(Layout::from_size_align(512, 8).unwrap()).is_none());
+    /// let big = Layout::from_size_align(512, 8).unwrap();
+    /// assert_eq!(arena.try_alloc_layout(big).unwrap_err().into_inner(), big);
     /// ```
     #[inline]
-    pub fn alloc_layout(&self, layout: Layout) -> Option<NonNull<u8>> {
+    pub fn try_alloc_layout(&self, layout: Layout) -> Result<NonNull<u8>, Exhausted<Layout>> {
+        match self.bump(layout) {
+            Some(p) => Ok(p),
+            None => Err(self.exhausted(layout)),
+        }
+    }
+
+    /// The room, without counting a refusal.
+    #[inline(always)]
+    fn bump(&self, layout: Layout) -> Option<NonNull<u8>> {
         let used = self.used.get();
         let here = self.base.as_ptr().addr() + used;
         let pad = here.wrapping_neg() & (layout.align() - 1);
@@ -162,19 +191,35 @@ impl BumpArena {
         Some(unsafe { self.base.add(start) })
     }
 
-    /// Moves `value` into the arena, or hands it back if the arena is full.
+    #[cold]
+    #[inline(never)]
+    fn exhausted<V>(&self, value: V) -> Exhausted<V> {
+        self.exhausted.set(self.exhausted.get() + 1);
+        Exhausted(value)
+    }
+
+    /// Renamed [`try_alloc_layout`](Self::try_alloc_layout), which hands the layout
+    /// back in [`Exhausted`] rather than returning `None`.
+    #[deprecated(note = "use BumpArena::try_alloc_layout(layout).ok()")]
+    #[inline]
+    pub fn alloc_layout(&self, layout: Layout) -> Option<NonNull<u8>> {
+        self.try_alloc_layout(layout).ok()
+    }
+
+    /// Moves `value` into the arena, or hands it back in [`Exhausted`] (counted) if the
+    /// arena is full.
     ///
     /// ```
     /// let arena = handoff_pool::BumpArena::new(8).unwrap();
-    /// let a = arena.alloc(1u64).unwrap();
+    /// let a = arena.try_alloc(1u64).unwrap();
     /// *a += 1;
     /// assert_eq!(*a, 2);
-    /// assert_eq!(arena.alloc(3u64), Err(3));
+    /// assert_eq!(arena.try_alloc(3u64).unwrap_err().into_inner(), 3);
     /// ```
     #[inline]
     #[allow(clippy::mut_from_ref)]
-    pub fn alloc<T>(&self, value: T) -> Result<&mut T, T> {
-        match self.alloc_layout(Layout::new::<T>()) {
+    pub fn try_alloc<T>(&self, value: T) -> Result<&mut T, Exhausted<T>> {
+        match self.bump(Layout::new::<T>()) {
             Some(p) => {
                 let p = p.cast::<T>();
                 // SAFETY: `p` is fresh room for a `T`, aligned, inside the buffer and
@@ -185,54 +230,105 @@ impl BumpArena {
                     Ok(&mut *p.as_ptr())
                 }
             }
-            None => Err(value),
+            None => Err(self.exhausted(value)),
         }
     }
 
-    /// Makes a value in the arena with `f`, called only if there is room; `None`
-    /// (and `f` not called) if the arena is full.
+    /// Renamed [`try_alloc`](Self::try_alloc), which hands the value back in
+    /// [`Exhausted`].
+    #[deprecated(note = "use BumpArena::try_alloc(value).map_err(Exhausted::into_inner)")]
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub fn alloc<T>(&self, value: T) -> Result<&mut T, T> {
+        self.try_alloc(value).map_err(Exhausted::into_inner)
+    }
+
+    /// Makes a value in the arena with `f`, called only if there is room; if the
+    /// arena is full, `f` is handed back uncalled in [`Exhausted`] (counted).
     ///
     /// ```
     /// let arena = handoff_pool::BumpArena::new(16).unwrap();
-    /// assert_eq!(*arena.alloc_with(|| [1u32; 4]).unwrap(), [1; 4]);
-    /// assert!(arena.alloc_with(|| -> u8 { unreachable!() }).is_none());
+    /// assert_eq!(*arena.try_alloc_with(|| [1u32; 4]).unwrap(), [1; 4]);
+    /// assert!(arena.try_alloc_with(|| -> u8 { unreachable!() }).is_err());
     /// ```
     #[inline]
     #[allow(clippy::mut_from_ref)]
-    pub fn alloc_with<T>(&self, f: impl FnOnce() -> T) -> Option<&mut T> {
-        let p = self.alloc_layout(Layout::new::<T>())?.cast::<T>();
-        // SAFETY: as in `alloc`. If `f` panics, the room stays reserved and unused.
+    pub fn try_alloc_with<T, F: FnOnce() -> T>(&self, f: F) -> Result<&mut T, Exhausted<F>> {
+        let Some(p) = self.bump(Layout::new::<T>()) else {
+            return Err(self.exhausted(f));
+        };
+        let p = p.cast::<T>();
+        // SAFETY: as in `try_alloc`. If `f` panics, the room stays reserved and unused.
         unsafe {
             p.as_ptr().write(f());
-            Some(&mut *p.as_ptr())
+            Ok(&mut *p.as_ptr())
         }
     }
 
-    /// A slice of `len` values made by `f(0)`, `f(1)`, ...; `None` (and `f` not
-    /// called) if the arena has not room for all of them.
+    /// Renamed [`try_alloc_with`](Self::try_alloc_with).
+    #[deprecated(note = "use BumpArena::try_alloc_with(f).ok()")]
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub fn alloc_with<T>(&self, f: impl FnOnce() -> T) -> Option<&mut T> {
+        self.try_alloc_with(f).ok()
+    }
+
+    /// A slice of `len` values made by `f(0)`, `f(1)`, ...; if the arena has not room
+    /// for all of them, `f` is handed back uncalled in [`Exhausted`] (counted).
     ///
     /// ```
     /// let arena = handoff_pool::BumpArena::new(1024).unwrap();
-    /// let prices = arena.alloc_slice_fill_with(4, |i| 100.0 + i as f64).unwrap();
+    /// let prices = arena.try_alloc_slice_fill_with(4, |i| 100.0 + i as f64).unwrap();
     /// assert_eq!(prices, &[100.0, 101.0, 102.0, 103.0]);
-    /// assert!(arena.alloc_slice_fill_with(1000, |_| 0u64).is_none());
+    /// assert!(arena.try_alloc_slice_fill_with(1000, |_| 0u64).is_err());
     /// ```
     #[allow(clippy::mut_from_ref)]
-    pub fn alloc_slice_fill_with<T>(
+    pub fn try_alloc_slice_fill_with<T, F: FnMut(usize) -> T>(
         &self,
         len: usize,
-        mut f: impl FnMut(usize) -> T,
-    ) -> Option<&mut [T]> {
-        let layout = Layout::array::<T>(len).ok()?;
-        let p = self.alloc_layout(layout)?.cast::<T>();
+        mut f: F,
+    ) -> Result<&mut [T], Exhausted<F>> {
+        let room = Layout::array::<T>(len).ok().and_then(|l| self.bump(l));
+        let Some(p) = room else {
+            return Err(self.exhausted(f));
+        };
+        let p = p.cast::<T>();
         for i in 0..len {
             // SAFETY: `i < len`, inside the room just reserved for `len` values. If
             // `f` panics, the values written so far are forgotten, never dropped.
             unsafe { p.as_ptr().add(i).write(f(i)) };
         }
         // SAFETY: all `len` values were written just above, and the room is this
-        // borrow's alone, as in `alloc`.
-        Some(unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), len) })
+        // borrow's alone, as in `try_alloc`.
+        Ok(unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), len) })
+    }
+
+    /// Renamed [`try_alloc_slice_fill_with`](Self::try_alloc_slice_fill_with).
+    #[deprecated(note = "use BumpArena::try_alloc_slice_fill_with(len, f).ok()")]
+    #[allow(clippy::mut_from_ref)]
+    pub fn alloc_slice_fill_with<T>(
+        &self,
+        len: usize,
+        f: impl FnMut(usize) -> T,
+    ) -> Option<&mut [T]> {
+        self.try_alloc_slice_fill_with(len, f).ok()
+    }
+
+    /// What the arena holds and has refused so far.
+    ///
+    /// ```
+    /// use handoff_pool::{BumpArena, BumpStats};
+    /// let arena = BumpArena::new(8).unwrap();
+    /// arena.try_alloc(1u64).unwrap();
+    /// assert!(arena.try_alloc(2u8).is_err());
+    /// assert_eq!(arena.stats(), BumpStats { capacity: 8, used: 8, exhausted: 1 });
+    /// ```
+    pub fn stats(&self) -> BumpStats {
+        BumpStats {
+            capacity: self.capacity,
+            used: self.used.get(),
+            exhausted: self.exhausted.get(),
+        }
     }
 
     /// Frees every allocation at once (their destructors do not run). Takes
@@ -240,7 +336,7 @@ impl BumpArena {
     ///
     /// ```
     /// let mut arena = handoff_pool::BumpArena::new(64).unwrap();
-    /// arena.alloc([0u8; 64]).unwrap();
+    /// arena.try_alloc([0u8; 64]).unwrap();
     /// assert_eq!(arena.available(), 0);
     /// arena.reset();
     /// assert_eq!(arena.available(), 64);
@@ -254,8 +350,8 @@ impl BumpArena {
     ///
     /// ```
     /// let arena = handoff_pool::BumpArena::new(64).unwrap();
-    /// arena.alloc(1u8).unwrap();
-    /// arena.alloc(1u64).unwrap(); // 7 bytes of padding before it
+    /// arena.try_alloc(1u8).unwrap();
+    /// arena.try_alloc(1u64).unwrap(); // 7 bytes of padding before it
     /// assert_eq!(arena.used(), 16);
     /// ```
     #[inline]

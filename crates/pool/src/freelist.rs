@@ -3,15 +3,16 @@
 
 use core::cell::{Cell, UnsafeCell};
 use core::fmt;
+use core::mem::ManuallyDrop;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
 use alloc::vec::Vec;
 
 use crate::slab::{Slab, SlotPtr};
-use crate::{ConfigError, Exhausted};
+use crate::{ConfigError, Exhausted, Foreign};
 
-/// A fixed-size pool for one thread. Objects are [`Local`]s that borrow the pool and
+/// A fixed-size pool for one thread. Objects are [`FreelistBox`]s that borrow the pool and
 /// give their slot back when dropped. Neither the pool nor its objects can cross
 /// threads, so no atomics are needed.
 ///
@@ -41,15 +42,30 @@ pub struct Freelist<T> {
     exhausted: Cell<u64>,
 }
 
+/// What a [`Freelist`] holds and has refused so far ([`Freelist::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FreelistStats {
+    /// The pool's size.
+    pub capacity: usize,
+    /// Free slots now.
+    pub available: usize,
+    /// Allocations refused because every slot was in use.
+    pub exhausted: u64,
+}
+
+/// Renamed [`FreelistBox`].
+#[deprecated(note = "renamed handoff_pool::FreelistBox")]
+pub type Local<'a, T> = FreelistBox<'a, T>;
+
 /// An object in a [`Freelist`] slot. Dropping it drops the object and frees the slot;
 /// forgetting it leaks the object and the slot (never reused) until the pool is
 /// dropped.
-pub struct Local<'a, T> {
+pub struct FreelistBox<'a, T> {
     ptr: NonNull<T>,
     pool: &'a Freelist<T>,
 }
 
-// SAFETY: moving the whole pool moves its slots and their (absent: no `Local` can be
+// SAFETY: moving the whole pool moves its slots and their (absent: no `FreelistBox` can be
 // alive while the pool is moved) objects; only `T: Send` values could ever be moved.
 unsafe impl<T: Send> Send for Freelist<T> {}
 
@@ -78,7 +94,7 @@ impl<T> Freelist<T> {
     /// assert_eq!(order.as_str(), "buy 100");
     /// ```
     #[inline]
-    pub fn try_alloc(&self, value: T) -> Result<Local<'_, T>, Exhausted<T>> {
+    pub fn try_alloc(&self, value: T) -> Result<FreelistBox<'_, T>, Exhausted<T>> {
         // SAFETY: no other reference to the list exists: `Freelist` is not `Sync`, and
         // this borrow ends before any user code (a destructor) can run.
         let slot = unsafe { (*self.free.get()).pop() };
@@ -87,7 +103,7 @@ impl<T> Freelist<T> {
         };
         // SAFETY: a slot on the free list holds no live value.
         unsafe { slot.0.as_ptr().write(value) };
-        Ok(Local {
+        Ok(FreelistBox {
             ptr: slot.0,
             pool: self,
         })
@@ -111,9 +127,74 @@ impl<T> Freelist<T> {
         self.slab.len()
     }
 
-    /// Allocations refused because every slot was in use.
+    /// What the pool holds and has refused so far.
+    ///
+    /// ```
+    /// use handoff_pool::{Freelist, FreelistStats};
+    /// let pool = Freelist::<u8>::new(1).unwrap();
+    /// let _a = pool.try_alloc(1).unwrap();
+    /// assert!(pool.try_alloc(2).is_err());
+    /// assert_eq!(pool.stats(), FreelistStats { capacity: 1, available: 0, exhausted: 1 });
+    /// ```
+    pub fn stats(&self) -> FreelistStats {
+        FreelistStats {
+            capacity: self.capacity(),
+            available: self.available(),
+            exhausted: self.exhausted.get(),
+        }
+    }
+
+    /// Renamed: the `exhausted` field of [`stats`](Self::stats).
+    #[deprecated(note = "use Freelist::stats().exhausted")]
     pub fn exhausted_count(&self) -> u64 {
         self.exhausted.get()
+    }
+
+    /// Moves the object out of its slot, frees the slot and returns the object; an
+    /// object of another pool is handed back untouched in [`Foreign`]. (Dropping the
+    /// box, or [`free`](Self::free), drops the object in its slot instead.)
+    ///
+    /// ```
+    /// let pool = handoff_pool::Freelist::<String>::new(1).unwrap();
+    /// let order = pool.try_alloc("buy 100".to_string()).unwrap();
+    /// assert_eq!(pool.release(order).unwrap(), "buy 100");
+    /// assert_eq!(pool.available(), 1);
+    /// ```
+    #[inline]
+    pub fn release<'a>(
+        &self,
+        object: FreelistBox<'a, T>,
+    ) -> Result<T, Foreign<FreelistBox<'a, T>>> {
+        if !core::ptr::eq(object.pool, self) {
+            return Err(Foreign(object));
+        }
+        let object = ManuallyDrop::new(object);
+        // SAFETY: the box owned a live `T` in this slot and is never dropped, so the
+        // value is moved out once; the slot is empty from here on.
+        let value = unsafe { object.ptr.as_ptr().read() };
+        self.give_back(SlotPtr(object.ptr));
+        Ok(value)
+    }
+
+    /// Drops the object and frees its slot (also if the object's destructor panics),
+    /// as dropping the box does; an object of another pool is handed back untouched in
+    /// [`Foreign`].
+    ///
+    /// ```
+    /// let a = handoff_pool::Freelist::<u8>::new(1).unwrap();
+    /// let b = handoff_pool::Freelist::<u8>::new(1).unwrap();
+    /// let x = a.try_alloc(1).unwrap();
+    /// let x = b.free(x).unwrap_err().into_inner();
+    /// a.free(x).unwrap();
+    /// assert_eq!(a.available(), 1);
+    /// ```
+    #[inline]
+    pub fn free<'a>(&self, object: FreelistBox<'a, T>) -> Result<(), Foreign<FreelistBox<'a, T>>> {
+        if !core::ptr::eq(object.pool, self) {
+            return Err(Foreign(object));
+        }
+        drop(object);
+        Ok(())
     }
 
     #[inline]
@@ -124,20 +205,37 @@ impl<T> Freelist<T> {
     }
 }
 
-impl<T> Deref for Local<'_, T> {
+impl<T> FreelistBox<'_, T> {
+    /// Takes the object out and frees its slot.
+    ///
+    /// ```
+    /// let pool = handoff_pool::Freelist::<String>::new(1).unwrap();
+    /// let s = pool.try_alloc("x".to_string()).unwrap().into_inner();
+    /// assert_eq!((s.as_str(), pool.available()), ("x", 1));
+    /// ```
+    pub fn into_inner(self) -> T {
+        let pool = self.pool;
+        match pool.release(self) {
+            Ok(v) => v,
+            Err(_) => unreachable!("a box always belongs to the pool it refers to"),
+        }
+    }
+}
+
+impl<T> Deref for FreelistBox<'_, T> {
     type Target = T;
 
     #[inline]
     fn deref(&self) -> &T {
-        // SAFETY: the `Local` owns a live `T` in this slot.
+        // SAFETY: the `FreelistBox` owns a live `T` in this slot.
         unsafe { self.ptr.as_ref() }
     }
 }
 
-impl<T> DerefMut for Local<'_, T> {
+impl<T> DerefMut for FreelistBox<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the `Local` owns a live `T` in this slot; `&mut self` is unique.
+        // SAFETY: the `FreelistBox` owns a live `T` in this slot; `&mut self` is unique.
         unsafe { self.ptr.as_mut() }
     }
 }
@@ -155,20 +253,20 @@ impl<T> Drop for GiveBack<'_, T> {
     }
 }
 
-impl<T> Drop for Local<'_, T> {
+impl<T> Drop for FreelistBox<'_, T> {
     #[inline]
     fn drop(&mut self) {
         let _give_back = GiveBack {
             pool: self.pool,
             slot: SlotPtr(self.ptr),
         };
-        // SAFETY: the `Local` owns a live `T`; this is its one drop. The destructor may
+        // SAFETY: the `FreelistBox` owns a live `T`; this is its one drop. The destructor may
         // allocate from the same pool: the free list is not borrowed here.
         unsafe { core::ptr::drop_in_place(self.ptr.as_ptr()) };
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for Local<'_, T> {
+impl<T: fmt::Debug> fmt::Debug for FreelistBox<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
     }

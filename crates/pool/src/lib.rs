@@ -19,6 +19,23 @@
 //! `Send` and not `Sync`, one per thread. Objects are owned boxes ([`PoolBox`],
 //! [`ArenaBox`]) that travel from one to the other, e.g. through a `handoff_spsc` ring.
 //!
+//! # One vocabulary
+//! Every pool and arena speaks the same words:
+//!
+//! | | [`Pool`] | [`Freelist`] | [`return_queue`] | [`arena`] | [`BumpArena`] |
+//! |---|---|---|---|---|---|
+//! | make | `new(Capacity)`, `with_config(PoolConfig)` | `new(slots)` | `new(Config)` | `new(Config)` | `new(bytes)` |
+//! | allocate | `try_alloc`, `try_alloc_raw` | `try_alloc` | `Allocator::try_alloc` | `Allocator::try_alloc` | `try_alloc`, `try_alloc_with`, `try_alloc_layout`, `try_alloc_slice_fill_with` |
+//! | when full | `Err(Exhausted(value))` | the same | the same | the same | the argument back in `Exhausted` |
+//! | give back, get the value | `release` | `release` | `Releaser::release` | `Releaser::release` | (`reset`, all at once) |
+//! | give back, drop in place | `free`, or drop the handle | `free`, or drop the box | `Releaser::free` | `Releaser::free` | |
+//! | another pool's object | `Err(Foreign(handle))` | the same | the same | the same | |
+//! | counters | `stats()` | `stats()` | `stats()` on each half | `stats()` on each half | `stats()` |
+//!
+//! The names before this vocabulary (`Pool::alloc`, `Obj`, `Raw`, `Local`,
+//! `exhausted_count`, `with_magazine`, `BumpArena::alloc` returning `Result<&mut T, T>`,
+//! ...) still compile, deprecated, with a note naming their replacement.
+//!
 //! # Guarantees
 //! * Exhaustion is a normal outcome: `try_alloc` hands the value back in
 //!   [`Exhausted`] and counts the miss. Nothing blocks.
@@ -39,9 +56,9 @@
 
 #![no_std]
 
-// `--cfg handoff_global_alloc` (.ci/run): link handoff-alloc, which then installs itself
-// as the global allocator of every binary that links this crate.
-#[cfg(handoff_global_alloc)]
+// `--cfg handoff_global_alloc` (.ci/run): the unit tests link handoff-alloc (a
+// dev-dependency), which then installs itself as their global allocator.
+#[cfg(all(test, handoff_global_alloc))]
 use handoff_alloc as _;
 
 extern crate alloc;
@@ -62,9 +79,13 @@ mod slab;
 mod sync;
 
 pub use arena::ArenaBox;
-pub use bump::BumpArena;
+pub use bump::{BumpArena, BumpStats};
 pub use error::{ConfigError, Exhausted, Foreign};
-pub use freelist::{Freelist, Local};
+#[allow(deprecated)]
+pub use freelist::Local;
+pub use freelist::{Freelist, FreelistBox, FreelistStats};
 pub use policy::Capacity;
-pub use pool::{Obj, Pool, Raw};
+#[allow(deprecated)]
+pub use pool::{Obj, Raw};
+pub use pool::{Pool, PoolConfig, PoolStats, Pooled, PooledRaw};
 pub use return_queue::PoolBox;

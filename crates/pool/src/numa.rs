@@ -17,14 +17,16 @@
 //!
 //! ```
 //! use handoff_pool::numa::{self, Placement};
-//! use handoff_pool::{Capacity, Pool};
+//! use handoff_pool::{Capacity, Pool, PoolConfig};
 //! # if cfg!(miri) { return; }
 //! let nodes = numa::online_nodes().unwrap();
-//! let pool = Pool::<[u64; 8]>::with_placement(Capacity::Fixed(1024), Placement::Node(nodes[0])).unwrap();
-//! let order = pool.alloc([7; 8]).unwrap();
+//! let on_first = PoolConfig { placement: Placement::Node(nodes[0]), ..PoolConfig::new(Capacity::Fixed(1024)) };
+//! let pool = Pool::<[u64; 8]>::with_config(on_first).unwrap();
+//! let order = pool.try_alloc([7; 8]).unwrap();
 //! assert_eq!(numa::node_of(&*order).unwrap(), nodes[0]);
 //! // A node that does not exist is a clear error, not a silent default.
-//! let bad = Pool::<u64>::with_placement(Capacity::Fixed(8), Placement::Node(999)).unwrap_err();
+//! let missing = PoolConfig { placement: Placement::Node(999), ..PoolConfig::new(Capacity::Fixed(8)) };
+//! let bad = Pool::<u64>::with_config(missing).unwrap_err();
 //! assert!(bad.to_string().contains("NUMA node 999"));
 //! ```
 

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use crate::numa::{self, Placement};
 use crate::policy::{Policy, SingleThreaded};
-use crate::{Capacity, ConfigError, Exhausted, Obj, Pool};
+use crate::{Capacity, ConfigError, Exhausted, Pool, PoolConfig, Pooled};
 
 /// One pool per online NUMA node, placed there ([`Placement::Node`]); [`local`]
 /// picks the pool of the node the calling thread runs on. An object goes back to the
@@ -20,7 +20,7 @@ use crate::{Capacity, ConfigError, Exhausted, Obj, Pool};
 /// use handoff_pool::{policy::ThreadCached, Capacity};
 /// # if cfg!(miri) { return; } // Miri cannot read /sys or place memory
 /// let pools = PerNode::<[u64; 8], ThreadCached>::new(Capacity::Fixed(1024)).unwrap();
-/// let order = pools.alloc([1; 8]).unwrap();
+/// let order = pools.try_alloc([1; 8]).unwrap();
 /// // The object lies on the node this thread was running on when it asked.
 /// let node = handoff_pool::numa::node_of(&*order).unwrap();
 /// assert!(pools.nodes().contains(&node));
@@ -40,7 +40,12 @@ impl<T, P: Policy> PerNode<T, P> {
         let nodes = numa::online_nodes().map_err(ConfigError::Numa)?;
         let pools = nodes
             .iter()
-            .map(|&n| Pool::with_placement(capacity, Placement::Node(n)))
+            .map(|&n| {
+                Pool::with_config(PoolConfig {
+                    placement: Placement::Node(n),
+                    ..PoolConfig::new(capacity)
+                })
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let mut node_of_cpu = Vec::new();
         for (i, &n) in nodes.iter().enumerate() {
@@ -83,9 +88,15 @@ impl<T, P: Policy> PerNode<T, P> {
         &self.pools[i]
     }
 
-    /// Allocates from [`local`](Self::local).
-    pub fn alloc(&self, value: T) -> Result<Obj<'_, T, P>, Exhausted<T>> {
-        self.local().alloc(value)
+    /// Allocates from [`local`](Self::local) ([`Pool::try_alloc`]).
+    pub fn try_alloc(&self, value: T) -> Result<Pooled<'_, T, P>, Exhausted<T>> {
+        self.local().try_alloc(value)
+    }
+
+    /// Renamed [`try_alloc`](Self::try_alloc).
+    #[deprecated(note = "renamed PerNode::try_alloc")]
+    pub fn alloc(&self, value: T) -> Result<Pooled<'_, T, P>, Exhausted<T>> {
+        self.try_alloc(value)
     }
 }
 
@@ -110,16 +121,16 @@ mod tests {
         assert_eq!(pools.nodes(), &numa::online_nodes().unwrap()[..]);
         for &n in pools.nodes() {
             let pool = pools.on_node(n).unwrap();
-            let held: Vec<_> = (0..64).map(|i| pool.alloc(i).unwrap()).collect();
+            let held: Vec<_> = (0..64).map(|i| pool.try_alloc(i).unwrap()).collect();
             for o in &held {
                 assert_eq!(numa::node_of(&**o).unwrap(), n);
             }
-            assert!(pool.alloc(99).is_err(), "each node's pool is its own");
+            assert!(pool.try_alloc(99).is_err(), "each node's pool is its own");
             drop(held);
-            assert_eq!(*pool.alloc(7).unwrap(), 7, "dropped objects went home");
+            assert_eq!(*pool.try_alloc(7).unwrap(), 7, "dropped objects went home");
         }
         assert!(pools.on_node(999).is_none());
-        let local = pools.alloc(5).unwrap();
+        let local = pools.try_alloc(5).unwrap();
         // A thread that is not pinned may move between nodes; on one node it cannot.
         if pools.nodes().len() == 1 {
             assert_eq!(numa::node_of(&*local).unwrap(), pools.nodes()[0]);

@@ -20,8 +20,8 @@ use crate::{ConfigError, Exhausted, Foreign};
 ///   (for `T: Send`): share them by reference (`std::thread::scope`, a `static`, an
 ///   `Arc`), allocate on any thread and release on any other.
 ///
-/// Objects come out as [`Obj`] handles that put the object back when dropped, or as
-/// [`Raw`] handles for loops that release explicitly ([`Pool::release`],
+/// Objects come out as [`Pooled`] handles that put the object back when dropped, or as
+/// [`PooledRaw`] handles for loops that release explicitly ([`Pool::release`],
 /// [`Pool::free`]). Both borrow the pool, so neither can outlive it; forgetting one
 /// (`mem::forget`) leaks its object and keeps its slot out of use, nothing worse.
 ///
@@ -37,7 +37,7 @@ use crate::{ConfigError, Exhausted, Foreign};
 ///     let pool = &pool;
 ///     s.spawn(move || {
 ///         for id in 0..100 {
-///             tx.send(pool.alloc(Order { id, ..Order::default() }).unwrap()).unwrap();
+///             tx.send(pool.try_alloc(Order { id, ..Order::default() }).unwrap()).unwrap();
 ///         }
 ///     });
 ///     s.spawn(move || {
@@ -54,10 +54,59 @@ pub struct Pool<T, P: Policy = SingleThreaded> {
     _policy: PhantomData<P>,
 }
 
+/// How to make a [`Pool`] ([`Pool::with_config`]). [`PoolConfig::new`] gives the
+/// defaults for a capacity; set the other fields with struct-update syntax.
+///
+/// ```
+/// use handoff_pool::{numa::Placement, Capacity, PoolConfig};
+/// let config = PoolConfig { placement: Placement::Interleave, ..PoolConfig::new(Capacity::Fixed(1 << 20)) };
+/// assert_eq!(config.magazine, handoff_pool::policy::DEFAULT_MAGAZINE);
+/// assert_eq!(PoolConfig::default(), PoolConfig::new(Capacity::Fixed(1024)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// How many slots, and whether the pool grows.
+    pub capacity: Capacity,
+    /// Where the pool's memory goes (see [`crate::numa`]); [`Placement::Default`]:
+    /// the global allocator's memory.
+    pub placement: Placement,
+    /// Slots per magazine of a [`ThreadCached`](crate::policy::ThreadCached) pool's
+    /// per-thread cache, 1 to [`MAX_MAGAZINE`]; the other policies have no cache and
+    /// ignore it. Default [`DEFAULT_MAGAZINE`].
+    pub magazine: usize,
+}
+
+impl PoolConfig {
+    /// `capacity`, the default placement and the default magazine size.
+    pub const fn new(capacity: Capacity) -> PoolConfig {
+        PoolConfig {
+            capacity,
+            placement: Placement::Default,
+            magazine: DEFAULT_MAGAZINE,
+        }
+    }
+}
+
+impl Default for PoolConfig {
+    /// 1024 fixed slots, the default placement and magazine size.
+    fn default() -> PoolConfig {
+        PoolConfig::new(Capacity::Fixed(1024))
+    }
+}
+
+/// What a [`Pool`] holds and has refused so far ([`Pool::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Slots made so far (the fixed size, or what a growing pool has grown to).
+    pub capacity: usize,
+    /// Allocations refused because every slot was in use (and the pool could not
+    /// grow).
+    pub exhausted: u64,
+}
+
 impl<T, P: Policy> Pool<T, P> {
-    /// A pool of `capacity` ([`Capacity::Fixed`] or [`Capacity::Grow`]); the first
-    /// block is allocated now. A [`ThreadCached`](crate::policy::ThreadCached) pool
-    /// gets magazines of [`DEFAULT_MAGAZINE`] slots.
+    /// A pool of `capacity` ([`Capacity::Fixed`] or [`Capacity::Grow`]) with the
+    /// other settings of [`PoolConfig::new`]; the first block is allocated now.
     ///
     /// ```
     /// use handoff_pool::{Capacity, ConfigError, Pool};
@@ -65,92 +114,123 @@ impl<T, P: Policy> Pool<T, P> {
     /// assert_eq!(Pool::<()>::new(Capacity::Fixed(8)).unwrap_err(), ConfigError::ZeroSized);
     /// ```
     pub fn new(capacity: Capacity) -> Result<Self, ConfigError> {
-        Self::with_magazine(capacity, DEFAULT_MAGAZINE)
+        Self::with_config(PoolConfig::new(capacity))
     }
 
-    /// As [`new`](Self::new), with magazines of `magazine` slots for a
-    /// [`ThreadCached`](crate::policy::ThreadCached) pool (the other policies check
-    /// that it is at least 1 and ignore it).
+    /// A pool as `config` says: capacity, placement of its memory on a NUMA node (a
+    /// node that is not online is [`ConfigError::Numa`]) and, for a
+    /// [`ThreadCached`](crate::policy::ThreadCached) pool, the magazine size (every
+    /// policy checks that it is 1 to [`MAX_MAGAZINE`]; only `ThreadCached` reads it).
     ///
     /// ```
-    /// use handoff_pool::{policy::ThreadCached, Capacity, ConfigError, Pool};
-    /// let bad = Pool::<u64, ThreadCached>::with_magazine(Capacity::Fixed(64), 0);
-    /// assert_eq!(bad.unwrap_err(), ConfigError::Zero("magazine"));
-    /// let huge = Pool::<u64, ThreadCached>::with_magazine(Capacity::Fixed(64), usize::MAX);
-    /// assert_eq!(huge.unwrap_err(), ConfigError::MagazineTooLarge { magazine: usize::MAX });
-    /// ```
-    pub fn with_magazine(capacity: Capacity, magazine: usize) -> Result<Self, ConfigError> {
-        Self::with_options(capacity, magazine, Placement::Default)
-    }
-
-    /// As [`new`](Self::new), with every block of the pool placed on a NUMA node, the
-    /// local node or interleaved (see [`crate::numa`]). A node that is not online is
-    /// [`ConfigError::Numa`].
-    ///
-    /// ```
-    /// use handoff_pool::numa::Placement;
-    /// use handoff_pool::{policy::LockFree, Capacity, Pool};
-    /// # if cfg!(miri) { return; }
-    /// let pool = Pool::<u64, LockFree>::with_placement(Capacity::Fixed(4096), Placement::Local).unwrap();
-    /// assert_eq!(*pool.alloc(7).unwrap(), 7);
-    /// ```
-    pub fn with_placement(capacity: Capacity, placement: Placement) -> Result<Self, ConfigError> {
-        Self::with_options(capacity, DEFAULT_MAGAZINE, placement)
-    }
-
-    /// Every option at once: capacity, magazine size (for
-    /// [`ThreadCached`](crate::policy::ThreadCached); at least 1), placement.
-    ///
-    /// ```
-    /// use handoff_pool::{numa::Placement, policy::ThreadCached, Capacity, Pool};
-    /// let pool = Pool::<u64, ThreadCached>::with_options(Capacity::Grow { first_block: 256 }, 32, Placement::Default).unwrap();
+    /// use handoff_pool::{numa::Placement, policy::ThreadCached, Capacity, ConfigError, Pool, PoolConfig};
+    /// let config = PoolConfig { magazine: 32, ..PoolConfig::new(Capacity::Grow { first_block: 256 }) };
+    /// let pool = Pool::<u64, ThreadCached>::with_config(config).unwrap();
     /// assert_eq!(pool.capacity(), 256);
+    ///
+    /// let bad = PoolConfig { magazine: 0, ..PoolConfig::new(Capacity::Fixed(64)) };
+    /// assert_eq!(Pool::<u64, ThreadCached>::with_config(bad).unwrap_err(), ConfigError::Zero("magazine"));
+    /// let huge = PoolConfig { magazine: usize::MAX, ..PoolConfig::new(Capacity::Fixed(64)) };
+    /// assert_eq!(
+    ///     Pool::<u64, ThreadCached>::with_config(huge).unwrap_err(),
+    ///     ConfigError::MagazineTooLarge { magazine: usize::MAX }
+    /// );
+    /// # if cfg!(miri) { return; }
+    /// let placed = PoolConfig { placement: Placement::Local, ..PoolConfig::new(Capacity::Fixed(4096)) };
+    /// let pool = Pool::<u64>::with_config(placed).unwrap();
+    /// assert_eq!(*pool.try_alloc(7).unwrap(), 7);
     /// ```
-    pub fn with_options(
-        capacity: Capacity,
-        magazine: usize,
-        placement: Placement,
-    ) -> Result<Self, ConfigError> {
-        if magazine == 0 {
+    pub fn with_config(config: PoolConfig) -> Result<Self, ConfigError> {
+        if config.magazine == 0 {
             return Err(ConfigError::Zero("magazine"));
         }
-        if magazine > MAX_MAGAZINE {
-            return Err(ConfigError::MagazineTooLarge { magazine });
+        if config.magazine > MAX_MAGAZINE {
+            return Err(ConfigError::MagazineTooLarge {
+                magazine: config.magazine,
+            });
         }
         Ok(Pool {
-            store: P::Store::<T>::with_capacity(capacity, magazine, placement)?,
+            store: P::Store::<T>::new(&config)?,
             exhausted: AtomicU64::new(0),
             _policy: PhantomData,
         })
     }
 
+    /// Renamed: [`with_config`](Self::with_config) with a [`PoolConfig`] whose
+    /// `magazine` is set.
+    #[deprecated(
+        note = "use Pool::with_config(PoolConfig { magazine, ..PoolConfig::new(capacity) })"
+    )]
+    pub fn with_magazine(capacity: Capacity, magazine: usize) -> Result<Self, ConfigError> {
+        Self::with_config(PoolConfig {
+            magazine,
+            ..PoolConfig::new(capacity)
+        })
+    }
+
+    /// Renamed: [`with_config`](Self::with_config) with a [`PoolConfig`] whose
+    /// `placement` is set.
+    #[deprecated(
+        note = "use Pool::with_config(PoolConfig { placement, ..PoolConfig::new(capacity) })"
+    )]
+    pub fn with_placement(capacity: Capacity, placement: Placement) -> Result<Self, ConfigError> {
+        Self::with_config(PoolConfig {
+            placement,
+            ..PoolConfig::new(capacity)
+        })
+    }
+
+    /// Renamed: [`with_config`](Self::with_config), the same three settings as fields of
+    /// a [`PoolConfig`].
+    #[deprecated(note = "use Pool::with_config(PoolConfig { capacity, magazine, placement })")]
+    pub fn with_options(
+        capacity: Capacity,
+        magazine: usize,
+        placement: Placement,
+    ) -> Result<Self, ConfigError> {
+        Self::with_config(PoolConfig {
+            capacity,
+            placement,
+            magazine,
+        })
+    }
+
     /// Moves `value` into a free slot (growing the pool if it may and must), or hands
-    /// it back in [`Exhausted`] (counted) if every slot is in use.
+    /// it back in [`Exhausted`] (counted in [`stats`](Self::stats)) if every slot is in
+    /// use.
     ///
     /// ```
     /// let pool = handoff_pool::Pool::<String>::new(handoff_pool::Capacity::Fixed(1)).unwrap();
-    /// let a = pool.alloc("buy 100".to_string()).unwrap();
-    /// assert_eq!(pool.alloc("sell".to_string()).unwrap_err().into_inner(), "sell");
+    /// let a = pool.try_alloc("buy 100".to_string()).unwrap();
+    /// assert_eq!(pool.try_alloc("sell".to_string()).unwrap_err().into_inner(), "sell");
     /// drop(a); // back in the pool
-    /// assert_eq!(*pool.alloc("sell".to_string()).unwrap(), "sell");
+    /// assert_eq!(*pool.try_alloc("sell".to_string()).unwrap(), "sell");
     /// ```
     #[inline(always)]
-    pub fn alloc(&self, value: T) -> Result<Obj<'_, T, P>, Exhausted<T>> {
-        self.alloc_raw(value).map(|raw| Obj { raw })
+    pub fn try_alloc(&self, value: T) -> Result<Pooled<'_, T, P>, Exhausted<T>> {
+        self.try_alloc_raw(value).map(|raw| Pooled { raw })
     }
 
-    /// As [`alloc`](Self::alloc), but the handle does not release the object when
-    /// dropped: give it back with [`release`](Self::release) or [`free`](Self::free).
-    /// A `Raw` that is simply dropped leaks its object and slot (like `mem::forget`).
+    /// Renamed [`try_alloc`](Self::try_alloc).
+    #[deprecated(note = "renamed Pool::try_alloc")]
+    #[inline(always)]
+    pub fn alloc(&self, value: T) -> Result<Pooled<'_, T, P>, Exhausted<T>> {
+        self.try_alloc(value)
+    }
+
+    /// As [`try_alloc`](Self::try_alloc), but the handle does not release the object
+    /// when dropped: give it back with [`release`](Self::release) or
+    /// [`free`](Self::free). A `PooledRaw` that is simply dropped leaks its object and
+    /// slot (like `mem::forget`).
     ///
     /// ```
     /// let pool = handoff_pool::Pool::<u64>::new(handoff_pool::Capacity::Fixed(4)).unwrap();
-    /// let raw = pool.alloc_raw(7).unwrap();
+    /// let raw = pool.try_alloc_raw(7).unwrap();
     /// assert_eq!(*raw, 7);
     /// assert_eq!(pool.release(raw).unwrap(), 7);
     /// ```
     #[inline(always)]
-    pub fn alloc_raw(&self, value: T) -> Result<Raw<'_, T, P>, Exhausted<T>> {
+    pub fn try_alloc_raw(&self, value: T) -> Result<PooledRaw<'_, T, P>, Exhausted<T>> {
         let Some((ptr, token)) = self.store.pop() else {
             // The value stays out of the cold call: passing it would pin it to the
             // stack on the hot path too.
@@ -159,11 +239,18 @@ impl<T, P: Policy> Pool<T, P> {
         };
         // SAFETY: a slot just popped holds no value and is ours alone.
         unsafe { ptr.as_ptr().write(value) };
-        Ok(Raw {
+        Ok(PooledRaw {
             ptr,
             token,
             pool: self,
         })
+    }
+
+    /// Renamed [`try_alloc_raw`](Self::try_alloc_raw).
+    #[deprecated(note = "renamed Pool::try_alloc_raw")]
+    #[inline(always)]
+    pub fn alloc_raw(&self, value: T) -> Result<PooledRaw<'_, T, P>, Exhausted<T>> {
+        self.try_alloc_raw(value)
     }
 
     #[cold]
@@ -179,17 +266,17 @@ impl<T, P: Policy> Pool<T, P> {
     /// use handoff_pool::{Capacity, Pool};
     /// let a = Pool::<u8>::new(Capacity::Fixed(1)).unwrap();
     /// let b = Pool::<u8>::new(Capacity::Fixed(1)).unwrap();
-    /// let raw = a.alloc_raw(1).unwrap();
+    /// let raw = a.try_alloc_raw(1).unwrap();
     /// let raw = b.release(raw).unwrap_err().into_inner();
     /// assert_eq!(a.release(raw).unwrap(), 1);
     /// ```
     #[inline(always)]
-    pub fn release<'a>(&self, raw: Raw<'a, T, P>) -> Result<T, Foreign<Raw<'a, T, P>>> {
+    pub fn release<'a>(&self, raw: PooledRaw<'a, T, P>) -> Result<T, Foreign<PooledRaw<'a, T, P>>> {
         if !core::ptr::eq(raw.pool, self) {
             return Err(Foreign(raw));
         }
         let raw = ManuallyDrop::new(raw);
-        // SAFETY: the `Raw` owned the live value; it is read out once and the
+        // SAFETY: the `PooledRaw` owned the live value; it is read out once and the
         // handle is not used again.
         let value = unsafe { raw.ptr.as_ptr().read() };
         // SAFETY: the slot came from this pool's store (checked above) and is now
@@ -203,16 +290,16 @@ impl<T, P: Policy> Pool<T, P> {
     ///
     /// ```
     /// let pool = handoff_pool::Pool::<Vec<u8>>::new(handoff_pool::Capacity::Fixed(1)).unwrap();
-    /// let raw = pool.alloc_raw(vec![1, 2, 3]).unwrap();
+    /// let raw = pool.try_alloc_raw(vec![1, 2, 3]).unwrap();
     /// pool.free(raw).unwrap();
-    /// assert!(pool.alloc_raw(vec![]).is_ok());
+    /// assert!(pool.try_alloc_raw(vec![]).is_ok());
     /// ```
     #[inline(always)]
-    pub fn free<'a>(&self, raw: Raw<'a, T, P>) -> Result<(), Foreign<Raw<'a, T, P>>> {
+    pub fn free<'a>(&self, raw: PooledRaw<'a, T, P>) -> Result<(), Foreign<PooledRaw<'a, T, P>>> {
         if !core::ptr::eq(raw.pool, self) {
             return Err(Foreign(raw));
         }
-        drop(Obj { raw });
+        drop(Pooled { raw });
         Ok(())
     }
 
@@ -221,17 +308,26 @@ impl<T, P: Policy> Pool<T, P> {
         self.store.capacity()
     }
 
-    /// Allocations refused because every slot was in use (and the pool could not
-    /// grow).
+    /// What the pool holds and has refused so far.
     ///
     /// ```
-    /// let pool = handoff_pool::Pool::<u8>::new(handoff_pool::Capacity::Fixed(1)).unwrap();
-    /// let _a = pool.alloc(1).unwrap();
-    /// assert!(pool.alloc(2).is_err());
-    /// assert_eq!(pool.exhausted_count(), 1);
+    /// use handoff_pool::{Capacity, Pool, PoolStats};
+    /// let pool = Pool::<u8>::new(Capacity::Fixed(1)).unwrap();
+    /// let _a = pool.try_alloc(1).unwrap();
+    /// assert!(pool.try_alloc(2).is_err());
+    /// assert_eq!(pool.stats(), PoolStats { capacity: 1, exhausted: 1 });
     /// ```
+    pub fn stats(&self) -> PoolStats {
+        PoolStats {
+            capacity: self.capacity(),
+            exhausted: self.exhausted.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Renamed: the `exhausted` field of [`stats`](Self::stats).
+    #[deprecated(note = "use Pool::stats().exhausted")]
     pub fn exhausted_count(&self) -> u64 {
-        self.exhausted.load(Ordering::Relaxed)
+        self.stats().exhausted
     }
 
     /// The policy's name (`single_threaded`, `locked`, `lock_free`, `thread_cached`).
@@ -248,16 +344,17 @@ impl<T> Pool<T, crate::policy::ThreadCached> {
     /// the same by itself, also for pools used from its thread-local destructors.
     ///
     /// ```
-    /// use handoff_pool::{policy::ThreadCached, Capacity, Pool};
-    /// let pool = Pool::<u64, ThreadCached>::with_magazine(Capacity::Fixed(4), 2).unwrap();
+    /// use handoff_pool::{policy::ThreadCached, Capacity, Pool, PoolConfig};
+    /// let config = PoolConfig { magazine: 2, ..PoolConfig::new(Capacity::Fixed(4)) };
+    /// let pool = Pool::<u64, ThreadCached>::with_config(config).unwrap();
     /// std::thread::scope(|s| {
     ///     s.spawn(|| {
-    ///         let all: Vec<_> = (0..4).map(|i| pool.alloc(i).unwrap()).collect();
+    ///         let all: Vec<_> = (0..4).map(|i| pool.try_alloc(i).unwrap()).collect();
     ///         drop(all); // now in this thread's magazines
     ///         pool.flush(); // now in the depot
     ///     });
     /// });
-    /// let all: Vec<_> = (0..4).map(|i| pool.alloc(i).unwrap()).collect();
+    /// let all: Vec<_> = (0..4).map(|i| pool.try_alloc(i).unwrap()).collect();
     /// assert_eq!(all.len(), 4);
     /// ```
     pub fn flush(&self) {
@@ -282,15 +379,15 @@ impl<T, P: Policy> fmt::Debug for Pool<T, P> {
         f.debug_struct("Pool")
             .field("policy", &P::NAME)
             .field("capacity", &self.capacity())
-            .field("exhausted", &self.exhausted_count())
+            .field("exhausted", &self.stats().exhausted)
             .finish_non_exhaustive()
     }
 }
 
 /// An object in a [`Pool`] slot that is given back only explicitly, with
 /// [`Pool::release`] or [`Pool::free`]. Dropping it leaks the object and its slot.
-#[must_use = "a Raw that is dropped leaks its object; give it back with Pool::release or Pool::free"]
-pub struct Raw<'a, T, P: Policy = SingleThreaded> {
+#[must_use = "a PooledRaw that is dropped leaks its object; give it back with Pool::release or Pool::free"]
+pub struct PooledRaw<'a, T, P: Policy = SingleThreaded> {
     ptr: NonNull<T>,
     token: <P::Store<T> as Store<T>>::Token,
     pool: &'a Pool<T, P>,
@@ -298,29 +395,29 @@ pub struct Raw<'a, T, P: Policy = SingleThreaded> {
 
 /// An object in a [`Pool`] slot. Dropping it drops the object and puts the slot
 /// back (also if the object's destructor panics); forgetting it leaks both.
-pub struct Obj<'a, T, P: Policy = SingleThreaded> {
-    raw: Raw<'a, T, P>,
+pub struct Pooled<'a, T, P: Policy = SingleThreaded> {
+    raw: PooledRaw<'a, T, P>,
 }
 
-// SAFETY: a `Raw` owns a `T` and refers to a pool. Sending it sends the `T` (hence
+// SAFETY: a `PooledRaw` owns a `T` and refers to a pool. Sending it sends the `T` (hence
 // `T: Send`) and lets the other thread give the slot back through `&Pool` (hence
 // `Pool: Sync`, which only the thread-safe policies are).
-unsafe impl<T: Send, P: Policy> Send for Raw<'_, T, P> where Pool<T, P>: Sync {}
-// SAFETY: sharing a `Raw` shares `&T` only (hence `T: Sync`), and `&Pool`.
-unsafe impl<T: Sync, P: Policy> Sync for Raw<'_, T, P> where Pool<T, P>: Sync {}
+unsafe impl<T: Send, P: Policy> Send for PooledRaw<'_, T, P> where Pool<T, P>: Sync {}
+// SAFETY: sharing a `PooledRaw` shares `&T` only (hence `T: Sync`), and `&Pool`.
+unsafe impl<T: Sync, P: Policy> Sync for PooledRaw<'_, T, P> where Pool<T, P>: Sync {}
 
-impl<'a, T, P: Policy> Obj<'a, T, P> {
+impl<'a, T, P: Policy> Pooled<'a, T, P> {
     /// The handle without its release-on-drop: give it back with [`Pool::release`]
     /// or [`Pool::free`].
     ///
     /// ```
     /// let pool = handoff_pool::Pool::<u32>::new(handoff_pool::Capacity::Fixed(1)).unwrap();
-    /// let raw = pool.alloc(5).unwrap().into_raw();
+    /// let raw = pool.try_alloc(5).unwrap().into_raw();
     /// assert_eq!(pool.release(raw).unwrap(), 5);
     /// ```
-    pub fn into_raw(self) -> Raw<'a, T, P> {
+    pub fn into_raw(self) -> PooledRaw<'a, T, P> {
         let this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped, so the `Raw` is moved out exactly once.
+        // SAFETY: `this` is never dropped, so the `PooledRaw` is moved out exactly once.
         unsafe { core::ptr::read(&this.raw) }
     }
 
@@ -328,9 +425,9 @@ impl<'a, T, P: Policy> Obj<'a, T, P> {
     ///
     /// ```
     /// let pool = handoff_pool::Pool::<String>::new(handoff_pool::Capacity::Fixed(1)).unwrap();
-    /// let s = pool.alloc("x".to_string()).unwrap().into_inner();
+    /// let s = pool.try_alloc("x".to_string()).unwrap().into_inner();
     /// assert_eq!(s, "x");
-    /// assert!(pool.alloc(String::new()).is_ok());
+    /// assert!(pool.try_alloc(String::new()).is_ok());
     /// ```
     pub fn into_inner(self) -> T {
         let raw = self.into_raw();
@@ -342,7 +439,7 @@ impl<'a, T, P: Policy> Obj<'a, T, P> {
     }
 }
 
-impl<T, P: Policy> Deref for Raw<'_, T, P> {
+impl<T, P: Policy> Deref for PooledRaw<'_, T, P> {
     type Target = T;
 
     #[inline(always)]
@@ -352,7 +449,7 @@ impl<T, P: Policy> Deref for Raw<'_, T, P> {
     }
 }
 
-impl<T, P: Policy> DerefMut for Raw<'_, T, P> {
+impl<T, P: Policy> DerefMut for PooledRaw<'_, T, P> {
     #[inline(always)]
     fn deref_mut(&mut self) -> &mut T {
         // SAFETY: the handle owns a live `T` in this slot; `&mut self` is unique.
@@ -360,7 +457,7 @@ impl<T, P: Policy> DerefMut for Raw<'_, T, P> {
     }
 }
 
-impl<T, P: Policy> Deref for Obj<'_, T, P> {
+impl<T, P: Policy> Deref for Pooled<'_, T, P> {
     type Target = T;
 
     #[inline(always)]
@@ -369,7 +466,7 @@ impl<T, P: Policy> Deref for Obj<'_, T, P> {
     }
 }
 
-impl<T, P: Policy> DerefMut for Obj<'_, T, P> {
+impl<T, P: Policy> DerefMut for Pooled<'_, T, P> {
     #[inline(always)]
     fn deref_mut(&mut self) -> &mut T {
         &mut self.raw
@@ -392,7 +489,7 @@ impl<T, P: Policy> Drop for PutBack<'_, T, P> {
     }
 }
 
-impl<T, P: Policy> Drop for Obj<'_, T, P> {
+impl<T, P: Policy> Drop for Pooled<'_, T, P> {
     #[inline(always)]
     fn drop(&mut self) {
         let _put_back = PutBack {
@@ -406,14 +503,22 @@ impl<T, P: Policy> Drop for Obj<'_, T, P> {
     }
 }
 
-impl<T: fmt::Debug, P: Policy> fmt::Debug for Obj<'_, T, P> {
+impl<T: fmt::Debug, P: Policy> fmt::Debug for Pooled<'_, T, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
     }
 }
 
-impl<T: fmt::Debug, P: Policy> fmt::Debug for Raw<'_, T, P> {
+impl<T: fmt::Debug, P: Policy> fmt::Debug for PooledRaw<'_, T, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
     }
 }
+
+/// Renamed [`Pooled`].
+#[deprecated(note = "renamed handoff_pool::Pooled")]
+pub type Obj<'a, T, P = SingleThreaded> = Pooled<'a, T, P>;
+
+/// Renamed [`PooledRaw`].
+#[deprecated(note = "renamed handoff_pool::PooledRaw")]
+pub type Raw<'a, T, P = SingleThreaded> = PooledRaw<'a, T, P>;

@@ -205,8 +205,9 @@ pub struct Releaser<T> {
 
 /// An object in a pool slot: like a `Box<T>`, but its memory goes back to the pool.
 ///
-/// Give it to [`Releaser::release`] (on any thread that owns the releaser) to drop the
-/// object and recycle the slot. If it is dropped anywhere else instead, the object is
+/// Give it to [`Releaser::free`] (on any thread that owns the releaser) to drop the
+/// object and recycle the slot, or to [`Releaser::release`] to take the object out and
+/// recycle the slot. If it is dropped anywhere else instead, the object is
 /// dropped and the slot is *retired*: never reused, freed with the pool. Forgetting it
 /// leaks the object, and the pool's memory.
 pub struct PoolBox<T> {
@@ -308,9 +309,10 @@ impl<T> Allocator<T> {
 }
 
 impl<T> Releaser<T> {
-    /// Drops the object and sends its slot back to the allocator, or hands the object
-    /// back untouched in [`Foreign`] if it came from another pool. Taking the
-    /// `PoolBox` by value makes releasing it twice impossible.
+    /// Moves the object out of its slot, sends the slot back to the allocator and
+    /// returns the object; an object from another pool is handed back untouched in
+    /// [`Foreign`]. Taking the `PoolBox` by value makes releasing it twice impossible.
+    /// [`free`](Self::free) drops the object in its slot instead.
     ///
     /// The slot waits here until `release_batch` slots are collected (or the ring has
     /// room for them), then they go back with one push; [`flush`](Self::flush) sends
@@ -319,11 +321,39 @@ impl<T> Releaser<T> {
     /// ```
     /// let (mut alloc, mut release) = handoff_pool::return_queue::new::<String>(Default::default()).unwrap();
     /// let s = alloc.try_alloc("ask 101.5".to_string()).unwrap();
-    /// release.release(s).unwrap();
+    /// assert_eq!(release.release(s).unwrap(), "ask 101.5");
     /// assert_eq!(release.stats().released, 1);
     /// ```
     #[inline]
-    pub fn release(&mut self, object: PoolBox<T>) -> Result<(), Foreign<PoolBox<T>>> {
+    pub fn release(&mut self, object: PoolBox<T>) -> Result<T, Foreign<PoolBox<T>>> {
+        if object.shared != self.shared {
+            return Err(self.foreign(object));
+        }
+        // Ownership moves first (leak-safety rule): the box can no longer drop it.
+        let object = ManuallyDrop::new(object);
+        let slot = SlotPtr(object.ptr);
+        self.stats.released += 1;
+        self.shared().touch(slot.0);
+        // SAFETY: the box owned a live `T` in this slot and was forgotten above, so
+        // the value is moved out once; the slot is empty from here on.
+        let value = unsafe { slot.0.as_ptr().read() };
+        self.send_back(slot);
+        Ok(value)
+    }
+
+    /// Drops the object in its slot and sends the slot back to the allocator (also if
+    /// the object's destructor panics), or hands the object back untouched in
+    /// [`Foreign`] if it came from another pool. As [`release`](Self::release), without
+    /// moving the object out.
+    ///
+    /// ```
+    /// let (mut alloc, mut release) = handoff_pool::return_queue::new::<String>(Default::default()).unwrap();
+    /// let s = alloc.try_alloc("ask 101.5".to_string()).unwrap();
+    /// release.free(s).unwrap();
+    /// assert_eq!(release.stats().released, 1);
+    /// ```
+    #[inline]
+    pub fn free(&mut self, object: PoolBox<T>) -> Result<(), Foreign<PoolBox<T>>> {
         if object.shared != self.shared {
             return Err(self.foreign(object));
         }

@@ -2,6 +2,10 @@
 //! leak-safety rule (forgotten boxes and handles, panicking destructors) for the
 //! return-queue pool, the rotating arena and the freelist.
 
+// Under `--cfg handoff_global_alloc` (.ci/run) handoff-alloc is this test's global allocator.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 mod common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -90,7 +94,7 @@ fn return_queue_recycles_every_slot_and_counts_exhaustion() {
         assert_eq!(alloc.try_alloc(99).unwrap_err(), Exhausted(99));
         for (i, b) in boxes.into_iter().enumerate() {
             assert_eq!(*b, round * 10 + i as u64);
-            release.release(b).unwrap();
+            release.free(b).unwrap();
         }
         // The ring holds 2; the other 2 slots wait on the releasing side.
         assert_eq!(release.flush(), 2);
@@ -105,7 +109,7 @@ fn return_queue_drains_in_batches() {
     let (mut alloc, mut release) = return_queue::new::<u32>(rq(64, 64, 8)).unwrap();
     let boxes: Vec<_> = (0..64).map(|i| alloc.try_alloc(i).unwrap()).collect();
     for b in boxes {
-        release.release(b).unwrap();
+        release.free(b).unwrap();
     }
     assert_eq!(alloc.local_free(), 0);
     let _a = alloc.try_alloc(0).unwrap();
@@ -121,22 +125,22 @@ fn foreign_objects_are_handed_back_live() {
     let (mut b_alloc, mut b_release) = return_queue::new(rq(2, 2, 2)).unwrap();
     let from_a = a_alloc.try_alloc(ledger.tok(0)).unwrap();
     let from_b = b_alloc.try_alloc(ledger.tok(1)).unwrap();
-    let from_a = b_release.release(from_a).unwrap_err().into_inner();
-    let from_b = a_release.release(from_b).unwrap_err().into_inner();
+    let from_a = b_release.free(from_a).unwrap_err().into_inner();
+    let from_b = a_release.free(from_b).unwrap_err().into_inner();
     assert_eq!((from_a.id, from_b.id), (0, 1));
     assert_eq!(ledger.drops(0) + ledger.drops(1), 0);
-    a_release.release(from_a).unwrap();
-    b_release.release(from_b).unwrap();
+    a_release.free(from_a).unwrap();
+    b_release.free(from_b).unwrap();
     assert_eq!(a_release.stats().foreign, 1);
 
     let (mut c_alloc, mut c_release) = arena::new(ar(1, 2)).unwrap();
     let (mut d_alloc, mut d_release) = arena::new(ar(1, 2)).unwrap();
     let from_c = c_alloc.try_alloc(ledger.tok(2)).unwrap();
     let from_d = d_alloc.try_alloc(ledger.tok(3)).unwrap();
-    let from_c = d_release.release(from_c).unwrap_err().into_inner();
+    let from_c = d_release.free(from_c).unwrap_err().into_inner();
     assert_eq!(ledger.drops(2), 0);
-    c_release.release(from_c).unwrap();
-    d_release.release(from_d).unwrap();
+    c_release.free(from_c).unwrap();
+    d_release.free(from_d).unwrap();
     assert_eq!(d_release.stats().foreign, 1);
     ledger.assert_dropped(|_| true);
 }
@@ -150,8 +154,8 @@ fn arena_is_reused_only_after_its_whole_fill_is_acknowledged() {
     assert!(second.iter().all(|b| b.arena() == 1));
     let mut first = first.into_iter();
     // Two of arena 0's three objects back: still not reusable.
-    release.release(first.next().unwrap()).unwrap();
-    release.release(first.next().unwrap()).unwrap();
+    release.free(first.next().unwrap()).unwrap();
+    release.free(first.next().unwrap()).unwrap();
     assert!(alloc.try_alloc(6).is_err());
     // The last one dropped without the releaser also counts.
     drop(first.next().unwrap());
@@ -161,9 +165,9 @@ fn arena_is_reused_only_after_its_whole_fill_is_acknowledged() {
     assert_eq!(alloc.stats().rotations, 2);
     assert_eq!(alloc.allocated(), 7);
     for b in second {
-        release.release(b).unwrap();
+        release.free(b).unwrap();
     }
-    release.release(again).unwrap();
+    release.free(again).unwrap();
 }
 
 #[test]
@@ -176,7 +180,7 @@ fn freelist_counts_drops_and_exhaustion() {
     let back = pool.try_alloc(ledger.tok(3)).unwrap_err().into_inner();
     assert_eq!(back.id, 3);
     drop(back);
-    assert_eq!(pool.exhausted_count(), 1);
+    assert_eq!(pool.stats().exhausted, 1);
     drop(b);
     assert_eq!(pool.available(), 1);
     let d = pool.try_alloc(ledger.tok(4)).unwrap();
@@ -217,7 +221,7 @@ fn teardown_in_every_order_drops_each_object_once() {
         let mut boxes: Vec<_> = (0..6)
             .map(|i| alloc.try_alloc(ledger.tok(i)).unwrap())
             .collect();
-        release.release(boxes.remove(0)).unwrap();
+        release.free(boxes.remove(0)).unwrap();
         let (mut a, mut r, mut b) = (Some(alloc), Some(release), Some(boxes));
         let seq: [u8; 3] = [
             [0, 1, 2],
@@ -241,7 +245,7 @@ fn teardown_in_every_order_drops_each_object_once() {
         let mut boxes: Vec<_> = (0..6)
             .map(|i| alloc.try_alloc(ledger.tok(i)).unwrap())
             .collect();
-        release.release(boxes.remove(0)).unwrap();
+        release.free(boxes.remove(0)).unwrap();
         let (mut a, mut r, mut b) = (Some(alloc), Some(release), Some(boxes));
         for step in seq {
             match step {
@@ -289,7 +293,7 @@ fn forgotten_boxes_only_leak() {
         alloc.try_alloc(ledger.tok(2)).is_err(),
         "the forgotten slot stays in use"
     );
-    release.release(kept).unwrap();
+    release.free(kept).unwrap();
     let again = alloc.try_alloc(ledger.tok(3)).unwrap();
     assert_eq!(again.slot(), 0);
     drop((again, alloc, release));
@@ -334,17 +338,17 @@ fn panicking_destructors_lose_nothing_else() {
     ledger.panic_on(0);
     let (mut alloc, mut release) = return_queue::new(rq(1, 1, 1)).unwrap();
     let b = alloc.try_alloc(ledger.tok(0)).unwrap();
-    assert!(catch_unwind(AssertUnwindSafe(|| release.release(b))).is_err());
+    assert!(catch_unwind(AssertUnwindSafe(|| release.free(b))).is_err());
     let again = alloc.try_alloc(ledger.tok(1)).unwrap();
     assert_eq!(again.slot(), 0, "the slot came back despite the panic");
-    release.release(again).unwrap();
+    release.free(again).unwrap();
 
     let (mut alloc2, mut release2) = arena::new(ar(1, 1)).unwrap();
     ledger.panic_on(2);
     let b = alloc2.try_alloc(ledger.tok(2)).unwrap();
-    assert!(catch_unwind(AssertUnwindSafe(|| release2.release(b))).is_err());
+    assert!(catch_unwind(AssertUnwindSafe(|| release2.free(b))).is_err());
     let again = alloc2.try_alloc(ledger.tok(3)).unwrap();
-    release2.release(again).unwrap();
+    release2.free(again).unwrap();
 
     ledger.panic_on(4);
     let b = alloc.try_alloc(ledger.tok(4)).unwrap();
@@ -388,4 +392,95 @@ fn handles_and_boxes_are_send_not_sync() {
     send::<arena::Releaser<String>>();
     send::<handoff_pool::PoolBox<String>>();
     send::<handoff_pool::ArenaBox<String>>();
+}
+
+/// `release` moves the object out of its slot and hands it to the caller, who drops it
+/// once; the slot comes back; `free` drops it in its slot. The same for every pool that
+/// has a releasing side.
+#[test]
+fn release_hands_the_object_out_and_free_drops_it_in_place() {
+    let ledger = Ledger::new(6);
+    let (mut alloc, mut release) = return_queue::new(rq(1, 1, 1)).unwrap();
+    let t = release
+        .release(alloc.try_alloc(ledger.tok(0)).unwrap())
+        .unwrap();
+    assert_eq!(
+        (t.id, ledger.drops(0)),
+        (0, 0),
+        "out of the slot, not dropped"
+    );
+    drop(t);
+    let b = alloc.try_alloc(ledger.tok(1)).unwrap(); // the one slot came back
+    release.free(b).unwrap();
+    assert_eq!((ledger.drops(0), ledger.drops(1)), (1, 1));
+
+    let (mut alloc, mut release) = arena::new(ar(2, 1)).unwrap();
+    let t = release
+        .release(alloc.try_alloc(ledger.tok(2)).unwrap())
+        .unwrap();
+    assert_eq!(ledger.drops(2), 0);
+    drop(t);
+    release
+        .free(alloc.try_alloc(ledger.tok(3)).unwrap())
+        .unwrap();
+    // Both arenas were acknowledged, so the first is ready again.
+    release
+        .free(alloc.try_alloc(ledger.tok(4)).unwrap())
+        .unwrap();
+
+    let pool = Freelist::new(1).unwrap();
+    let t = pool
+        .release(pool.try_alloc(ledger.tok(5)).unwrap())
+        .unwrap();
+    assert_eq!((ledger.drops(5), pool.available()), (0, 1));
+    drop(t);
+    ledger.assert_dropped(|_| true);
+}
+
+/// A freelist's `release` and `free` refuse another freelist's box, untouched.
+#[test]
+fn freelist_release_and_free_refuse_a_foreign_box() {
+    let ledger = Ledger::new(1);
+    let (a, b) = (Freelist::new(1).unwrap(), Freelist::new(1).unwrap());
+    let x = a.try_alloc(ledger.tok(0)).unwrap();
+    let x = b.release(x).unwrap_err().into_inner();
+    let x = b.free(x).unwrap_err().into_inner();
+    assert_eq!((ledger.drops(0), a.available(), b.available()), (0, 0, 1));
+    assert_eq!(x.into_inner().id, 0);
+    assert_eq!(a.available(), 1);
+    ledger.assert_dropped(|_| true);
+}
+
+/// The names before the one vocabulary still work, deprecated, and do what their
+/// replacements do.
+#[test]
+#[allow(deprecated)]
+fn deprecated_names_still_work() {
+    use handoff_pool::{BumpArena, Capacity, Pool, PoolConfig};
+    let pool = Pool::<u64>::with_magazine(Capacity::Fixed(1), 4).unwrap();
+    let held: handoff_pool::Obj<'_, u64> = pool.alloc(1).unwrap();
+    assert!(pool.alloc_raw(2).is_err());
+    assert_eq!(pool.exhausted_count(), 1);
+    let raw: handoff_pool::Raw<'_, u64> = held.into_raw();
+    assert_eq!(pool.release(raw).unwrap(), 1);
+    let cfg = PoolConfig::new(Capacity::Fixed(2));
+    let same = Pool::<u64>::with_options(cfg.capacity, cfg.magazine, cfg.placement).unwrap();
+    assert_eq!(same.capacity(), 2);
+    let placed = Pool::<u64>::with_placement(Capacity::Fixed(3), cfg.placement).unwrap();
+    assert_eq!(placed.capacity(), 3);
+
+    let list = Freelist::<u8>::new(1).unwrap();
+    let _one: handoff_pool::Local<'_, u8> = list.try_alloc(1).unwrap();
+    assert!(list.try_alloc(2).is_err());
+    assert_eq!(list.exhausted_count(), 1);
+
+    let arena = BumpArena::new(8).unwrap();
+    assert_eq!(*arena.alloc(7u64).unwrap(), 7);
+    assert_eq!(arena.alloc(8u64), Err(8));
+    assert!(arena.alloc_with(|| 1u8).is_none());
+    assert!(arena.alloc_slice_fill_with(1, |_| 1u8).is_none());
+    assert!(arena
+        .alloc_layout(std::alloc::Layout::new::<u8>())
+        .is_none());
+    assert_eq!(arena.stats().exhausted, 4);
 }

@@ -53,7 +53,7 @@ fn return_path_reuses_slots_only_after_release() {
                 });
                 let object: handoff_pool::PoolBox<Counted> = object;
                 assert_eq!(object.0, i);
-                release.release(object).unwrap();
+                release.free(object).unwrap();
             }
         });
         for i in 0..4 {
@@ -94,7 +94,7 @@ fn arena_is_refilled_only_after_acknowledgement() {
             for i in 0..3 {
                 let object: handoff_pool::ArenaBox<Counted> = spin(|| rx.try_pop());
                 assert_eq!(object.0, i);
-                release.release(object).unwrap();
+                release.free(object).unwrap();
             }
         });
         for i in 0..3 {
@@ -167,7 +167,7 @@ fn teardown_races_with_an_object_dropped_elsewhere() {
         let in_flight = alloc.try_alloc(Counted(1, drops.clone())).ok().unwrap();
         let a = thread::spawn(move || drop(alloc));
         let b = thread::spawn(move || drop(in_flight));
-        release.release(released).unwrap();
+        release.free(released).unwrap();
         drop(release);
         a.join().unwrap();
         b.join().unwrap();
@@ -177,7 +177,7 @@ fn teardown_races_with_an_object_dropped_elsewhere() {
 
 mod policy {
     use handoff_pool::policy::{LockFree, ThreadCached};
-    use handoff_pool::{Capacity, Pool};
+    use handoff_pool::{Capacity, Pool, PoolConfig};
     use loom::sync::atomic::{AtomicBool, Ordering};
     use loom::sync::Arc;
     use loom::thread;
@@ -215,7 +215,7 @@ mod policy {
     }
 
     fn base_of<P: handoff_pool::policy::Policy>(pool: &Pool<u64, P>, n: usize) -> usize {
-        let all: Vec<_> = (0..n).map(|i| pool.alloc(i as u64).unwrap()).collect();
+        let all: Vec<_> = (0..n).map(|i| pool.try_alloc(i as u64).unwrap()).collect();
         all.iter()
             .map(|o| &**o as *const u64 as usize)
             .min()
@@ -235,9 +235,9 @@ mod policy {
             let markers = Arc::new(Markers::new(base_of(&pool, 4), 4));
             let (p, m) = (pool.clone(), markers.clone());
             let t2 = thread::spawn(move || {
-                let a = p.alloc(20).unwrap();
+                let a = p.try_alloc(20).unwrap();
                 m.take(&*a as *const u64 as usize);
-                let b = p.alloc(21).unwrap();
+                let b = p.try_alloc(21).unwrap();
                 m.take(&*b as *const u64 as usize);
                 m.give(&*a as *const u64 as usize);
                 drop(a);
@@ -245,9 +245,9 @@ mod policy {
                 m.give(&*b as *const u64 as usize);
                 drop(b);
             });
-            let x = pool.alloc(10).unwrap();
+            let x = pool.try_alloc(10).unwrap();
             markers.take(&*x as *const u64 as usize);
-            let y = pool.alloc(11).unwrap();
+            let y = pool.try_alloc(11).unwrap();
             markers.take(&*y as *const u64 as usize);
             assert_eq!((*x, *y), (10, 11));
             markers.give(&*x as *const u64 as usize);
@@ -255,7 +255,7 @@ mod policy {
             drop((x, y));
             t2.join().unwrap();
             // Nothing lost: all four slots come out again.
-            let all: Vec<_> = (0..4).map(|i| pool.alloc(i).unwrap()).collect();
+            let all: Vec<_> = (0..4).map(|i| pool.try_alloc(i).unwrap()).collect();
             assert_eq!(all.len(), 4);
         });
     }
@@ -269,12 +269,12 @@ mod policy {
             let pool =
                 Arc::new(Pool::<u64, LockFree>::new(Capacity::Grow { first_block: 1 }).unwrap());
             let live = Arc::new(loom::sync::Mutex::new(Vec::new()));
-            let first = pool.alloc(0).unwrap();
+            let first = pool.try_alloc(0).unwrap();
             live.lock().unwrap().push(&*first as *const u64 as usize);
             let body =
                 |pool: Arc<Pool<u64, LockFree>>, live: Arc<loom::sync::Mutex<Vec<usize>>>, v| {
                     move || {
-                        let o = pool.alloc(v).unwrap();
+                        let o = pool.try_alloc(v).unwrap();
                         let addr = &*o as *const u64 as usize;
                         {
                             let mut live = live.lock().unwrap();
@@ -300,8 +300,13 @@ mod policy {
     #[test]
     fn magazines_exchange_through_the_depot() {
         loom::model(|| {
-            let pool =
-                Arc::new(Pool::<u64, ThreadCached>::with_magazine(Capacity::Fixed(3), 1).unwrap());
+            let pool = Arc::new(
+                Pool::<u64, ThreadCached>::with_config(PoolConfig {
+                    magazine: 1,
+                    ..PoolConfig::new(Capacity::Fixed(3))
+                })
+                .unwrap(),
+            );
             let base = base_of(&pool, 3);
             let markers = Arc::new(Markers::new(base, 3));
             let worker = |pool: Arc<Pool<u64, ThreadCached>>, markers: Arc<Markers>| {

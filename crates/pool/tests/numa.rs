@@ -2,9 +2,13 @@
 //! for, growth keeps the placement, and a node that is not online is an error.
 #![cfg(all(target_os = "linux", not(miri)))]
 
+// Under `--cfg handoff_global_alloc` (.ci/run) handoff-alloc is this test's global allocator.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 use handoff_pool::numa::{self, NumaError, Placement};
 use handoff_pool::policy::{LockFree, Locked, SingleThreaded, ThreadCached};
-use handoff_pool::{BumpArena, Capacity, ConfigError, Pool};
+use handoff_pool::{BumpArena, Capacity, ConfigError, Pool, PoolConfig};
 
 type Order = [u64; 8];
 
@@ -25,12 +29,14 @@ macro_rules! placed {
             let nodes = numa::online_nodes().unwrap();
             for placement in placements() {
                 // Grows from 64 to 4096 slots: every block must follow the placement.
-                let pool = Pool::<Order, $policy>::with_placement(
-                    Capacity::Grow { first_block: 64 },
+                let pool = Pool::<Order, $policy>::with_config(PoolConfig {
                     placement,
-                )
+                    ..PoolConfig::new(Capacity::Grow { first_block: 64 })
+                })
                 .unwrap();
-                let objs: Vec<_> = (0..4096u64).map(|i| pool.alloc([i; 8]).unwrap()).collect();
+                let objs: Vec<_> = (0..4096u64)
+                    .map(|i| pool.try_alloc([i; 8]).unwrap())
+                    .collect();
                 assert!(pool.capacity() >= 4096);
                 for (i, o) in objs.iter().enumerate() {
                     assert_eq!(o[7], i as u64);
@@ -54,7 +60,11 @@ placed!(thread_cached_blocks_are_placed, ThreadCached);
 
 #[test]
 fn a_node_that_is_not_online_is_refused_with_the_online_list() {
-    let err = Pool::<u64>::with_placement(Capacity::Fixed(8), Placement::Node(63)).unwrap_err();
+    let err = Pool::<u64>::with_config(PoolConfig {
+        placement: Placement::Node(63),
+        ..PoolConfig::new(Capacity::Fixed(8))
+    })
+    .unwrap_err();
     let ConfigError::Numa(NumaError::NoSuchNode { node: 63, online }) = err else {
         panic!("{err:?}");
     };
@@ -72,7 +82,7 @@ fn a_placed_arena_is_on_its_node_and_rounded_to_pages() {
     assert!(arena.capacity() >= 10_000);
     for _ in 0..2 {
         let v = arena
-            .alloc_slice_fill_with(arena.capacity() / 8, |i| i as u64)
+            .try_alloc_slice_fill_with(arena.capacity() / 8, |i| i as u64)
             .unwrap();
         assert_eq!(v.last().copied(), Some(v.len() as u64 - 1));
         assert_eq!(numa::node_of(&v[v.len() - 1]).unwrap(), node);
@@ -84,6 +94,10 @@ fn a_placed_arena_is_on_its_node_and_rounded_to_pages() {
 fn placed_memory_too_strictly_aligned_is_refused() {
     #[repr(align(8192))]
     struct Huge(#[allow(dead_code)] u8);
-    let err = Pool::<Huge>::with_placement(Capacity::Fixed(2), Placement::Local).unwrap_err();
+    let err = Pool::<Huge>::with_config(PoolConfig {
+        placement: Placement::Local,
+        ..PoolConfig::new(Capacity::Fixed(2))
+    })
+    .unwrap_err();
     assert_eq!(err, ConfigError::Numa(NumaError::Alignment { align: 8192 }));
 }

@@ -5,6 +5,10 @@
 //! none lost, every object intact). Scaled down under Miri and by
 //! `HANDOFF_STRESS_ITEMS`.
 
+// Under `--cfg handoff_global_alloc` (.ci/run) handoff-alloc is this test's global allocator.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 mod common;
 
 use std::collections::HashSet;
@@ -14,7 +18,7 @@ use std::sync::Mutex;
 
 use common::Ledger;
 use handoff_pool::policy::{LockFree, Locked, Policy, SingleThreaded, ThreadCached};
-use handoff_pool::{Capacity, ConfigError, Pool};
+use handoff_pool::{Capacity, ConfigError, Pool, PoolConfig};
 
 fn items() -> usize {
     let default = if cfg!(miri) { 2_000 } else { 2_000_000 };
@@ -26,7 +30,11 @@ fn items() -> usize {
 
 fn fixed<T, P: Policy>(n: usize) -> Pool<T, P> {
     // Magazines of 2, so that small pools exercise the depot exchange.
-    Pool::with_magazine(Capacity::Fixed(n), 2).unwrap()
+    Pool::with_config(PoolConfig {
+        magazine: 2,
+        ..PoolConfig::new(Capacity::Fixed(n))
+    })
+    .unwrap()
 }
 
 fn bad_configs<P: Policy>() {
@@ -43,7 +51,11 @@ fn bad_configs<P: Policy>() {
         ConfigError::ZeroSized
     );
     assert_eq!(
-        Pool::<u64, P>::with_magazine(Capacity::Fixed(4), 0).unwrap_err(),
+        Pool::<u64, P>::with_config(PoolConfig {
+            magazine: 0,
+            ..PoolConfig::new(Capacity::Fixed(4))
+        })
+        .unwrap_err(),
         ConfigError::Zero("magazine")
     );
     assert!(matches!(
@@ -54,42 +66,46 @@ fn bad_configs<P: Policy>() {
 
 fn fixed_pool_exhausts_and_reuses<P: Policy>() {
     let pool = fixed::<u64, P>(3);
-    let objs: Vec<_> = (0..3).map(|i| pool.alloc(i).unwrap()).collect();
+    let objs: Vec<_> = (0..3).map(|i| pool.try_alloc(i).unwrap()).collect();
     let addrs: HashSet<*const u64> = objs.iter().map(|o| &**o as *const u64).collect();
     assert_eq!(addrs.len(), 3, "three distinct slots");
-    assert_eq!(pool.alloc(9).unwrap_err().into_inner(), 9);
-    assert_eq!(pool.exhausted_count(), 1);
+    assert_eq!(pool.try_alloc(9).unwrap_err().into_inner(), 9);
+    assert_eq!(pool.stats().exhausted, 1);
     assert_eq!(objs.iter().map(|o| **o).collect::<Vec<_>>(), [0, 1, 2]);
     drop(objs);
-    let again: Vec<_> = (10..13).map(|i| pool.alloc(i).unwrap()).collect();
+    let again: Vec<_> = (10..13).map(|i| pool.try_alloc(i).unwrap()).collect();
     let reused: HashSet<*const u64> = again.iter().map(|o| &**o as *const u64).collect();
     assert_eq!(reused, addrs, "the same three slots come back");
     assert_eq!(pool.capacity(), 3);
 }
 
 fn growing_pool_doubles<P: Policy>() {
-    let pool = Pool::<u64, P>::with_magazine(Capacity::Grow { first_block: 3 }, 2).unwrap();
+    let pool = Pool::<u64, P>::with_config(PoolConfig {
+        magazine: 2,
+        ..PoolConfig::new(Capacity::Grow { first_block: 3 })
+    })
+    .unwrap();
     assert_eq!(
         pool.capacity(),
         4,
         "first block rounded up to a power of two"
     );
-    let objs: Vec<_> = (0..17).map(|i| pool.alloc(i).unwrap()).collect();
+    let objs: Vec<_> = (0..17).map(|i| pool.try_alloc(i).unwrap()).collect();
     assert_eq!(pool.capacity(), 32, "blocks of 4, 4, 8, 16");
     let addrs: HashSet<*const u64> = objs.iter().map(|o| &**o as *const u64).collect();
     assert_eq!(addrs.len(), 17);
     for (i, o) in objs.iter().enumerate() {
         assert_eq!(**o, i as u64, "objects survive growth");
     }
-    assert_eq!(pool.exhausted_count(), 0);
+    assert_eq!(pool.stats().exhausted, 0);
 }
 
 fn raw_release_free_and_foreign<P: Policy>() {
     let ledger = Ledger::new(3);
     let a = fixed::<common::Tok<'_>, P>(2);
     let b = fixed::<common::Tok<'_>, P>(2);
-    let r0 = a.alloc_raw(ledger.tok(0)).unwrap();
-    let r1 = a.alloc_raw(ledger.tok(1)).unwrap();
+    let r0 = a.try_alloc_raw(ledger.tok(0)).unwrap();
+    let r1 = a.try_alloc_raw(ledger.tok(1)).unwrap();
     // Another pool hands it back untouched.
     let r0 = b.release(r0).unwrap_err().into_inner();
     let r1 = b.free(r1).unwrap_err().into_inner();
@@ -101,7 +117,7 @@ fn raw_release_free_and_foreign<P: Policy>() {
     ledger.assert_dropped(|id| id == 1);
     drop(t0);
     // Obj -> Raw -> Obj paths.
-    let o = a.alloc(ledger.tok(2)).unwrap();
+    let o = a.try_alloc(ledger.tok(2)).unwrap();
     let t2 = o.into_inner();
     assert_eq!(t2.id, 2);
     drop(t2);
@@ -112,9 +128,14 @@ fn every_object_dropped_once<P: Policy>() {
     let n = 64;
     let ledger = Ledger::new(n);
     {
-        let pool = Pool::<common::Tok<'_>, P>::with_magazine(Capacity::Grow { first_block: 4 }, 2)
-            .unwrap();
-        let mut objs: Vec<_> = (0..n).map(|i| pool.alloc(ledger.tok(i)).unwrap()).collect();
+        let pool = Pool::<common::Tok<'_>, P>::with_config(PoolConfig {
+            magazine: 2,
+            ..PoolConfig::new(Capacity::Grow { first_block: 4 })
+        })
+        .unwrap();
+        let mut objs: Vec<_> = (0..n)
+            .map(|i| pool.try_alloc(ledger.tok(i)).unwrap())
+            .collect();
         // Drop the odd ones, then the rest in reverse.
         let mut i = 0;
         objs.retain(|_| {
@@ -130,13 +151,13 @@ fn every_object_dropped_once<P: Policy>() {
 fn forgotten_handles_leak_only<P: Policy>() {
     let ledger = Ledger::new(2);
     let pool = fixed::<common::Tok<'_>, P>(2);
-    std::mem::forget(pool.alloc(ledger.tok(0)).unwrap());
+    std::mem::forget(pool.try_alloc(ledger.tok(0)).unwrap());
     {
         // A `Raw` that goes out of scope unreleased leaks, like a forgotten `Obj`.
-        let _raw = pool.alloc_raw(ledger.tok(1)).unwrap();
+        let _raw = pool.try_alloc_raw(ledger.tok(1)).unwrap();
     }
     // Both slots stay out of use; nothing was dropped.
-    assert!(pool.alloc(ledger.tok(0)).is_err());
+    assert!(pool.try_alloc(ledger.tok(0)).is_err());
     drop(pool);
     // The failed allocation handed its value back, which was then dropped.
     assert_eq!(ledger.drops(0), 1);
@@ -147,15 +168,15 @@ fn panicking_destructor_loses_nothing<P: Policy>() {
     let ledger = Ledger::new(3);
     let pool = fixed::<common::Tok<'_>, P>(1);
     ledger.panic_on(0);
-    let o = pool.alloc(ledger.tok(0)).unwrap();
+    let o = pool.try_alloc(ledger.tok(0)).unwrap();
     assert!(catch_unwind(AssertUnwindSafe(|| drop(o))).is_err());
     assert_eq!(ledger.drops(0), 1);
     // The slot came back despite the panic.
-    let r = pool.alloc_raw(ledger.tok(1)).unwrap();
+    let r = pool.try_alloc_raw(ledger.tok(1)).unwrap();
     ledger.panic_on(1);
     assert!(catch_unwind(AssertUnwindSafe(|| pool.free(r))).is_err());
     assert_eq!(ledger.drops(1), 1);
-    drop(pool.alloc(ledger.tok(2)).unwrap());
+    drop(pool.try_alloc(ledger.tok(2)).unwrap());
     ledger.assert_dropped(|_| true);
 }
 
@@ -166,7 +187,7 @@ struct Reentrant<P: Policy + 'static> {
 
 impl<P: Policy> Drop for Reentrant<P> {
     fn drop(&mut self) {
-        let inner = self.pool.alloc(None).expect("a slot is free");
+        let inner = self.pool.try_alloc(None).expect("a slot is free");
         drop(inner);
     }
 }
@@ -177,9 +198,9 @@ fn destructor_may_use_the_pool<P: Policy>() {
     let raw: *mut Pool<Option<Reentrant<P>>, P> = Box::into_raw(Box::new(fixed(2)));
     // SAFETY: `raw` came from `Box::into_raw` and is freed only at the end.
     let pool: &'static Pool<Option<Reentrant<P>>, P> = unsafe { &*raw };
-    let o = pool.alloc(Some(Reentrant { pool })).unwrap();
+    let o = pool.try_alloc(Some(Reentrant { pool })).unwrap();
     drop(o);
-    let all: Vec<_> = (0..2).map(|_| pool.alloc(None).unwrap()).collect();
+    let all: Vec<_> = (0..2).map(|_| pool.try_alloc(None).unwrap()).collect();
     assert_eq!(all.len(), 2, "no slot lost");
     drop(all);
     // SAFETY: `raw` came from `Box::into_raw` above and no object or handle of the
@@ -276,7 +297,7 @@ impl Markers {
     /// Learns the slots' addresses by taking every one once.
     fn of<P: Policy>(pool: &Pool<Order, P>, n: usize) -> Markers {
         let all: Vec<_> = (0..n)
-            .map(|i| pool.alloc(Order::new(0, i as u64)).unwrap())
+            .map(|i| pool.try_alloc(Order::new(0, i as u64)).unwrap())
             .collect();
         let base = all
             .iter()
@@ -325,7 +346,7 @@ where
             s.spawn(move || {
                 let mut held = Vec::new();
                 for i in 0..per as u64 {
-                    match pool.alloc(Order::new(t, i)) {
+                    match pool.try_alloc(Order::new(t, i)) {
                         Ok(o) => {
                             markers.take(&o);
                             held.push((i, o));
@@ -351,7 +372,7 @@ where
             for i in 0..per as u64 {
                 let mut v = Order::new(7, i);
                 let o = loop {
-                    match pool.alloc(v) {
+                    match pool.try_alloc(v) {
                         Ok(o) => break o,
                         Err(e) => {
                             v = e.into_inner();
@@ -374,7 +395,7 @@ where
         });
     });
     let all: Vec<_> = (0..n)
-        .map(|i| pool.alloc(Order::new(0, i as u64)))
+        .map(|i| pool.try_alloc(Order::new(0, i as u64)))
         .collect();
     assert!(all.iter().all(|r| r.is_ok()), "a slot was lost");
 }
@@ -400,7 +421,11 @@ fn racing_growth<P: Policy>()
 where
     Pool<u64, P>: Sync,
 {
-    let pool = Pool::<u64, P>::with_magazine(Capacity::Grow { first_block: 1 }, 2).unwrap();
+    let pool = Pool::<u64, P>::with_config(PoolConfig {
+        magazine: 2,
+        ..PoolConfig::new(Capacity::Grow { first_block: 1 })
+    })
+    .unwrap();
     let live = Mutex::new(HashSet::new());
     let rounds = if cfg!(miri) { 20 } else { 2_000 };
     std::thread::scope(|s| {
@@ -408,7 +433,9 @@ where
             let (pool, live) = (&pool, &live);
             s.spawn(move || {
                 for r in 0..rounds {
-                    let objs: Vec<_> = (0..8).map(|i| pool.alloc(t * 1000 + i).unwrap()).collect();
+                    let objs: Vec<_> = (0..8)
+                        .map(|i| pool.try_alloc(t * 1000 + i).unwrap())
+                        .collect();
                     for o in &objs {
                         assert!(
                             live.lock().unwrap().insert(&**o as *const u64 as usize),
@@ -428,7 +455,7 @@ where
         "{}",
         pool.capacity()
     );
-    assert_eq!(pool.exhausted_count(), 0);
+    assert_eq!(pool.stats().exhausted, 0);
 }
 
 #[test]
@@ -450,7 +477,7 @@ fn racing_growth_thread_cached() {
 fn handles_cross_threads_only_for_thread_safe_policies() {
     fn assert_send<S: Send>(_: &S) {}
     let pool = Pool::<u64, LockFree>::new(Capacity::Fixed(1)).unwrap();
-    let o = pool.alloc(1).unwrap();
+    let o = pool.try_alloc(1).unwrap();
     assert_send(&o);
     // `Pool<_, SingleThreaded>`'s handles are not `Send`: see the compile_fail doc
     // test on `policy::SingleThreaded`.

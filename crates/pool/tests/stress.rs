@@ -6,6 +6,10 @@
 //! every slot must be allocatable again (none lost). Scaled down under Miri, and by
 //! `HANDOFF_STRESS_ITEMS` (ThreadSanitizer in CI).
 
+// Under `--cfg handoff_global_alloc` (.ci/run) handoff-alloc is this test's global allocator.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,7 +99,7 @@ fn run_return_queue(config: return_queue::Config, ring: usize) {
                 };
                 order.verify(seq);
                 markers.give(order.slot());
-                release.release(order).unwrap();
+                release.free(order).unwrap();
             }
             release
         });
@@ -140,7 +144,7 @@ fn run_arena(config: arena::Config, ring: usize) {
                 order.verify(seq);
                 assert_eq!(order.arena(), order.slot() / config.slots_per_arena);
                 markers.give(order.slot());
-                release.release(order).unwrap();
+                release.free(order).unwrap();
             }
         });
         for seq in 0..n {

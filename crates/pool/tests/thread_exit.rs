@@ -3,13 +3,17 @@
 //! magazines of exited threads, which go back to the shared depot so that the pool's
 //! whole capacity stays available to the threads that remain. Scaled down under Miri.
 
+// Under `--cfg handoff_global_alloc` (.ci/run) handoff-alloc is this test's global allocator.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::LazyLock;
 use std::thread;
 
 use handoff_pool::policy::ThreadCached;
-use handoff_pool::{Capacity, Obj, Pool};
+use handoff_pool::{Capacity, Pool, PoolConfig, Pooled};
 
 type Cached<T> = Pool<T, ThreadCached>;
 
@@ -46,7 +50,13 @@ const SLOTS: usize = 8;
 impl Case {
     const fn new() -> Case {
         Case {
-            pool: LazyLock::new(|| Cached::with_magazine(Capacity::Fixed(SLOTS), 2).unwrap()),
+            pool: LazyLock::new(|| {
+                Cached::with_config(PoolConfig {
+                    magazine: 2,
+                    ..PoolConfig::new(Capacity::Fixed(SLOTS))
+                })
+                .unwrap()
+            }),
             checked: AtomicUsize::new(0),
         }
     }
@@ -56,7 +66,7 @@ impl Case {
 struct Holder {
     case: Option<&'static Case>,
     act: Act,
-    held: Vec<Obj<'static, u64, ThreadCached>>,
+    held: Vec<Pooled<'static, u64, ThreadCached>>,
 }
 
 impl Drop for Holder {
@@ -74,7 +84,7 @@ impl Drop for Holder {
                 // Every slot, twice over: slots released here are reused.
                 for round in 0..2u64 {
                     let all: Vec<_> = (0..SLOTS as u64)
-                        .map(|i| case.pool.alloc(round * 1000 + i).expect("a free slot"))
+                        .map(|i| case.pool.try_alloc(round * 1000 + i).expect("a free slot"))
                         .collect();
                     for (i, o) in all.iter().enumerate() {
                         assert_eq!(**o, round * 1000 + i as u64);
@@ -106,7 +116,7 @@ fn run(case: &'static Case, act: Act, order: Order) {
         }
         // The thread's first use of the pool sets up its magazines.
         let objs: Vec<_> = (0..3)
-            .map(|i| case.pool.alloc(i * 1000 + 7).unwrap())
+            .map(|i| case.pool.try_alloc(i * 1000 + 7).unwrap())
             .collect();
         HOLD.with(|h| {
             let mut h = h.borrow_mut();
@@ -130,7 +140,7 @@ fn run(case: &'static Case, act: Act, order: Order) {
     // Every slot is free again and reachable from here: nothing is stranded in the
     // exited thread's magazines.
     let all: Vec<_> = (0..SLOTS as u64)
-        .map(|i| case.pool.alloc(i).expect("every slot is back"))
+        .map(|i| case.pool.try_alloc(i).expect("every slot is back"))
         .collect();
     assert_eq!(all.len(), SLOTS);
 }
@@ -170,7 +180,7 @@ fn first_use_of_the_pool_in_a_tls_destructor() {
     .unwrap();
     assert_eq!(CASE.checked.load(Ordering::Relaxed), 2 * SLOTS);
     let all: Vec<_> = (0..SLOTS as u64)
-        .map(|i| CASE.pool.alloc(i).unwrap())
+        .map(|i| CASE.pool.try_alloc(i).unwrap())
         .collect();
     assert_eq!(all.len(), SLOTS);
 }
@@ -184,7 +194,7 @@ fn exited_threads_leave_the_whole_capacity_to_the_rest() {
     let pool = Cached::<u64>::new(Capacity::Fixed(slots)).unwrap();
     // This thread uses the pool first, so that no exited thread's per-thread state
     // can become its own afterwards.
-    drop(pool.alloc(0).unwrap());
+    drop(pool.try_alloc(0).unwrap());
     for t in 0..threads {
         // Joined explicitly: `join` returns once the thread's thread-local destructors
         // have run (the end of a scope alone does not wait for them).
@@ -192,7 +202,7 @@ fn exited_threads_leave_the_whole_capacity_to_the_rest() {
             let pool = &pool;
             s.spawn(move || {
                 let objs: Vec<_> = (0..(1 + t % 100) as u64)
-                    .map(|i| pool.alloc(i).unwrap())
+                    .map(|i| pool.try_alloc(i).unwrap())
                     .collect();
                 assert!(objs.iter().enumerate().all(|(i, o)| **o == i as u64));
             })
@@ -201,10 +211,10 @@ fn exited_threads_leave_the_whole_capacity_to_the_rest() {
         });
     }
     let all: Vec<_> = (0..slots as u64)
-        .map(|i| pool.alloc(i).expect("every slot is back"))
+        .map(|i| pool.try_alloc(i).expect("every slot is back"))
         .collect();
     assert_eq!(all.len(), slots);
-    assert!(pool.alloc(0).is_err());
+    assert!(pool.try_alloc(0).is_err());
 }
 
 /// Threads that exit while the pool is dropped on another thread, and pools dropped
@@ -213,13 +223,18 @@ fn exited_threads_leave_the_whole_capacity_to_the_rest() {
 fn pools_dropped_while_threads_that_used_them_run_and_exit() {
     let rounds = if cfg!(miri) { 4 } else { 200 };
     for _ in 0..rounds {
-        let pool =
-            std::sync::Arc::new(Cached::<String>::with_magazine(Capacity::Fixed(16), 2).unwrap());
+        let pool = std::sync::Arc::new(
+            Cached::<String>::with_config(PoolConfig {
+                magazine: 2,
+                ..PoolConfig::new(Capacity::Fixed(16))
+            })
+            .unwrap(),
+        );
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let user = {
             let pool = pool.clone();
             thread::spawn(move || {
-                let o = pool.alloc("x".to_string()).unwrap();
+                let o = pool.try_alloc("x".to_string()).unwrap();
                 drop(o);
                 drop(pool);
                 // Waits until the pool is gone, then exits with magazines of it.

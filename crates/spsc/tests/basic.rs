@@ -2,6 +2,10 @@
 //! chunks, abandonment and errors.
 #![cfg(not(loom))]
 
+// Under `--cfg handoff_global_alloc` (.ci/run) handoff-alloc is this test's global allocator.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 use handoff_spsc::{channel, try_channel, CapacityError, PushError, StaticChannel};
 
 #[test]

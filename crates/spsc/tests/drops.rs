@@ -1,6 +1,10 @@
 //! Every item is dropped exactly once, whoever holds it when it goes.
 #![cfg(not(loom))]
 
+// Under `--cfg handoff_global_alloc` (.ci/run) handoff-alloc is this test's global allocator.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 mod common;
 
 use common::{count, counter, Counted};

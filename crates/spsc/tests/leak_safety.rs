@@ -7,6 +7,10 @@
 //! memory even where a test leaks items on purpose.
 #![cfg(not(loom))]
 
+// Under `--cfg handoff_global_alloc` (.ci/run) handoff-alloc is this test's global allocator.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 mod common;
 
 use std::mem;

@@ -3,6 +3,10 @@
 //! halves. Its two-thread stress tests are in `stress.rs`, its loom models in `loom.rs`.
 #![cfg(not(loom))]
 
+// Under `--cfg handoff_global_alloc` (.ci/run) handoff-alloc is this test's global allocator.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 mod common;
 
 use common::{count, counter, Counted, Ledger};

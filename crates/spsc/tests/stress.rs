@@ -3,6 +3,10 @@
 //! Sizes shrink under Miri.
 #![cfg(not(loom))]
 
+// Under `--cfg handoff_global_alloc` (.ci/run) handoff-alloc is this test's global allocator.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -28,9 +28,9 @@
 //! assert_eq!(back.percentiles(), p);
 //! ```
 
-// `--cfg handoff_global_alloc` (.ci/run): link handoff-alloc, which then installs itself
-// as the global allocator of every binary that links this crate.
-#[cfg(handoff_global_alloc)]
+// `--cfg handoff_global_alloc` (.ci/run): the unit tests link handoff-alloc (a
+// dev-dependency), which then installs itself as their global allocator.
+#[cfg(all(test, handoff_global_alloc))]
 use handoff_alloc as _;
 
 use std::fmt;

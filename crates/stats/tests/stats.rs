@@ -1,5 +1,9 @@
 //! handoff-stats against brute-force references computed from the sorted raw values.
 
+// Under `--cfg handoff_global_alloc` (.ci/run) handoff-alloc is this test's global allocator.
+#[cfg(handoff_global_alloc)]
+use handoff_alloc as _;
+
 use handoff_stats::{DocBucket, Latency, MergeError, Unit, QUANTILES};
 
 /// Deterministic pseudo-random latencies: mostly ~100-300, some tail up to ~1e6.

@@ -38,7 +38,7 @@ std::thread_local! {
 /// use handoff_pool::{Capacity, Pool};
 /// let before = contention();
 /// let pool = Pool::<u64, LockFree>::new(Capacity::Fixed(4)).unwrap();
-/// let x = pool.alloc(7).unwrap();
+/// let x = pool.try_alloc(7).unwrap();
 /// drop(x); // back to the pool
 /// // One thread alone never finds the head taken.
 /// assert_eq!(contention().since(before).failed_swaps, 0);

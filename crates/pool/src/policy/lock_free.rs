@@ -25,12 +25,12 @@ use alloc::vec::Vec;
 
 use crossbeam_utils::CachePadded;
 
-use super::{next_block, Capacity, Store};
+use super::{next_block, Store};
 use crate::numa::Placement;
 use crate::slab::Slab;
 use crate::sync::Shadow;
 use crate::sync::{relax, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use crate::ConfigError;
+use crate::{ConfigError, PoolConfig};
 
 const NIL: u32 = u32::MAX;
 
@@ -256,11 +256,8 @@ impl<T> LockFreeStore<T> {
 unsafe impl<T> Store<T> for LockFreeStore<T> {
     type Token = u32;
 
-    fn with_capacity(
-        capacity: Capacity,
-        _magazine: usize,
-        placement: Placement,
-    ) -> Result<Self, ConfigError> {
+    fn new(config: &PoolConfig) -> Result<Self, ConfigError> {
+        let (capacity, placement) = (config.capacity, config.placement);
         let (first, grows) = capacity.first_block::<T>()?;
         let slab = Slab::<T>::placed(first, placement)?;
         let links = Links::chain(0, first);

@@ -3,10 +3,9 @@
 use core::ptr::NonNull;
 
 use super::single::Stack;
-use super::{Capacity, Store};
-use crate::numa::Placement;
+use super::Store;
 use crate::sync::{lock, lock_counted, Mutex};
-use crate::ConfigError;
+use crate::{ConfigError, PoolConfig};
 
 /// The [`Locked`](super::Locked) store.
 pub struct LockedStore<T> {
@@ -24,11 +23,8 @@ unsafe impl<T: Send> Sync for LockedStore<T> {}
 unsafe impl<T> Store<T> for LockedStore<T> {
     type Token = ();
 
-    fn with_capacity(
-        capacity: Capacity,
-        _magazine: usize,
-        placement: Placement,
-    ) -> Result<Self, ConfigError> {
+    fn new(config: &PoolConfig) -> Result<Self, ConfigError> {
+        let (capacity, placement) = (config.capacity, config.placement);
         Ok(LockedStore {
             stack: Mutex::new(Stack::new(capacity, placement)?),
         })

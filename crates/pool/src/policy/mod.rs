@@ -25,8 +25,7 @@ mod thread_cached;
 
 use core::ptr::NonNull;
 
-use crate::numa::Placement;
-use crate::ConfigError;
+use crate::{ConfigError, PoolConfig};
 
 pub use contention::{contention, Contention};
 pub use lock_free::LockFreeStore;
@@ -48,7 +47,7 @@ pub const DEFAULT_MAGAZINE: usize = 64;
 
 /// The largest magazine a pool accepts: 65536 slots. A thread holds up to two
 /// magazines' worth of free slots, so a bigger one would strand most of a pool in
-/// one thread's cache; [`Pool::with_magazine`](crate::Pool::with_magazine) refuses it
+/// one thread's cache; [`Pool::with_config`](crate::Pool::with_config) refuses it
 /// with [`ConfigError::MagazineTooLarge`].
 pub const MAX_MAGAZINE: usize = 1 << 16;
 
@@ -57,12 +56,12 @@ pub const MAX_MAGAZINE: usize = 1 << 16;
 /// ```
 /// use handoff_pool::{Capacity, Pool, policy::SingleThreaded};
 /// let fixed = Pool::<u64, SingleThreaded>::new(Capacity::Fixed(2)).unwrap();
-/// let _a = fixed.alloc(1).unwrap();
-/// let _b = fixed.alloc(2).unwrap();
-/// assert!(fixed.alloc(3).is_err());
+/// let _a = fixed.try_alloc(1).unwrap();
+/// let _b = fixed.try_alloc(2).unwrap();
+/// assert!(fixed.try_alloc(3).is_err());
 ///
 /// let growing = Pool::<u64, SingleThreaded>::new(Capacity::Grow { first_block: 2 }).unwrap();
-/// let all: Vec<_> = (0..5).map(|i| growing.alloc(i).unwrap()).collect();
+/// let all: Vec<_> = (0..5).map(|i| growing.try_alloc(i).unwrap()).collect();
 /// assert_eq!(growing.capacity(), 8); // blocks of 2, 2 and 4
 /// # drop(all);
 /// ```
@@ -134,14 +133,10 @@ pub trait Policy: sealed::Sealed + 'static {
 pub unsafe trait Store<T>: Sized {
     /// What a handle carries besides the slot's address to give it back quickly.
     type Token: Copy;
-    /// A store of `capacity`; `magazine` is the per-thread cache size where the
-    /// policy has one (ignored otherwise, but must be at least 1).
-    /// Its memory is placed by `placement` (see [`crate::numa`]).
-    fn with_capacity(
-        capacity: Capacity,
-        magazine: usize,
-        placement: Placement,
-    ) -> Result<Self, ConfigError>;
+    /// A store as `config` asks: its capacity, its memory placed by its placement
+    /// (see [`crate::numa`]), and its magazine size where the policy has per-thread
+    /// caches (only [`ThreadCached`] reads it).
+    fn new(config: &PoolConfig) -> Result<Self, ConfigError>;
     /// A free slot (uninitialised), growing on exhaustion if allowed; `None` if
     /// every slot is in use and the pool cannot grow.
     fn pop(&self) -> Option<(NonNull<T>, Self::Token)>;

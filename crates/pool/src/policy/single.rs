@@ -10,7 +10,7 @@ use super::blocks::Blocks;
 use super::{Capacity, Store};
 use crate::numa::Placement;
 use crate::slab::SlotPtr;
-use crate::ConfigError;
+use crate::{ConfigError, PoolConfig};
 
 /// The free stack and the blocks it came from. Shared by the single-threaded store
 /// (in an `UnsafeCell`) and the locked one (in a mutex).
@@ -70,11 +70,8 @@ unsafe impl<T> Send for SingleStore<T> {}
 unsafe impl<T> Store<T> for SingleStore<T> {
     type Token = ();
 
-    fn with_capacity(
-        capacity: Capacity,
-        _magazine: usize,
-        placement: Placement,
-    ) -> Result<Self, ConfigError> {
+    fn new(config: &PoolConfig) -> Result<Self, ConfigError> {
+        let (capacity, placement) = (config.capacity, config.placement);
         Ok(SingleStore {
             stack: UnsafeCell::new(Stack::new(capacity, placement)?),
         })

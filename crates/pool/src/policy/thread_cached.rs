@@ -31,11 +31,10 @@ use crossbeam_utils::CachePadded;
 use super::blocks::Blocks;
 #[cfg(not(loom))]
 use super::per_thread::{self, Table};
-use super::{Capacity, Store};
-use crate::numa::Placement;
+use super::Store;
 use crate::slab::SlotPtr;
 use crate::sync::{lock, Mutex};
-use crate::ConfigError;
+use crate::{ConfigError, PoolConfig};
 
 /// Whole magazines, exchanged under the lock.
 struct Depot<T> {
@@ -365,11 +364,12 @@ impl<T> Drop for CachedStore<T> {
 unsafe impl<T> Store<T> for CachedStore<T> {
     type Token = ();
 
-    fn with_capacity(
-        capacity: Capacity,
-        magazine: usize,
-        placement: Placement,
-    ) -> Result<Self, ConfigError> {
+    fn new(config: &PoolConfig) -> Result<Self, ConfigError> {
+        let PoolConfig {
+            capacity,
+            placement,
+            magazine,
+        } = *config;
         if magazine == 0 {
             return Err(ConfigError::Zero("magazine"));
         }

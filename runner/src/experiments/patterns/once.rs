@@ -106,9 +106,9 @@ pub fn memory(cfg: &Config, how: Holder) -> Result<Memory> {
             let before = resident()?;
             for i in 0..n as u64 {
                 let ok = if how == Holder::Arena {
-                    arena.alloc(Tick::new(i)).is_ok()
+                    arena.try_alloc(Tick::new(i)).is_ok()
                 } else {
-                    arena.alloc(Tick64(Tick::new(i))).is_ok()
+                    arena.try_alloc(Tick64(Tick::new(i))).is_ok()
                 };
                 if !ok {
                     bug("arena full");
@@ -138,7 +138,7 @@ pub fn profiled(cfg: &Config, timer: Timer, clock: &Clock) -> Result<(AllocRepor
         let mut held = Vec::with_capacity(batch);
         for b in 0..batches {
             for i in 0..batch {
-                let r = prof.alloc(|| pool.alloc_raw(Order::new((b * batch + i) as u64)));
+                let r = prof.alloc(|| pool.try_alloc_raw(Order::new((b * batch + i) as u64)));
                 held.push(r.unwrap_or_else(|_| bug("full")));
             }
             for r in held.drain(..) {
@@ -217,7 +217,7 @@ fn per_node(timer: Timer, nodes: &[u32], allowed: &[usize]) -> Result<Vec<PerNod
                 let held: Vec<_> = (0..PER_NODE_OBJECTS)
                     .map(|i| {
                         pools
-                            .alloc(Order::new(i as u64))
+                            .try_alloc(Order::new(i as u64))
                             .unwrap_or_else(|_| bug("full"))
                     })
                     .collect();
@@ -253,8 +253,8 @@ pub fn numa_access(cfg: &Config, timer: Timer, allowed: &[usize]) -> Result<Numa
     let arena = BumpArena::with_placement(bytes, Placement::Node(home))
         .map_err(|e| Error::Run(format!("NUMA buffer: {e}")))?;
     let data = arena
-        .alloc_slice_fill_with(bytes / 8, |i| i as f64)
-        .ok_or_else(|| Error::Run("NUMA buffer: arena too small".into()))?;
+        .try_alloc_slice_fill_with(bytes / 8, |i| i as f64)
+        .map_err(|_| Error::Run("NUMA buffer: arena too small".into()))?;
     let buffer_node =
         numa::node_of(&data[data.len() / 2]).map_err(|e| Error::Run(e.to_string()))?;
     let data: &[f64] = data;
@@ -330,7 +330,7 @@ pub fn l1_misses(cfg: &Config, timer: Timer, allocations: usize) -> Result<L1Mis
         let mut pooled = || {
             for i in 0..n as u64 {
                 held.push(
-                    pool.alloc_raw(Order::new(i))
+                    pool.try_alloc_raw(Order::new(i))
                         .unwrap_or_else(|_| bug("full")),
                 );
             }

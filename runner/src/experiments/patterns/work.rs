@@ -106,7 +106,7 @@ pub fn arena_vs_malloc(cfg: &Config, timer: Timer, malloc_first: bool) -> Result
                 arena.reset();
                 for j in 0..per {
                     let t = arena
-                        .alloc(Tick::new((i * per + j) as u64))
+                        .try_alloc(Tick::new((i * per + j) as u64))
                         .unwrap_or_else(|_| bug("arena full"));
                     black_box(t);
                 }
@@ -161,7 +161,7 @@ pub fn typed_pool_vs_box(cfg: &Config, timer: Timer, box_first: bool) -> Result<
             let mut pass = || {
                 for i in 0..n as u64 {
                     v.push(
-                        pool.alloc_raw(Order::new(i))
+                        pool.try_alloc_raw(Order::new(i))
                             .unwrap_or_else(|_| bug("full")),
                     );
                 }
@@ -245,7 +245,7 @@ pub fn many_threads(cfg: &Config, timer: Timer, who: Shared) -> Result<u64> {
             let mut held = Vec::with_capacity(per);
             for i in 0..per as u64 {
                 held.push(
-                    pool.alloc_raw(Order::new(k as u64 * 1_000_000_000 + i))
+                    pool.try_alloc_raw(Order::new(k as u64 * 1_000_000_000 + i))
                         .unwrap_or_else(|_| bug("full")),
                 );
             }
@@ -361,7 +361,7 @@ pub fn outliers(cfg: &Config, timer: Timer, who: Shared) -> Result<Outliers> {
             let held: Vec<_> = (0..per)
                 .map(|i| {
                     tl.time(|| {
-                        pool.alloc_raw(nth_order(k, i))
+                        pool.try_alloc_raw(nth_order(k, i))
                             .unwrap_or_else(|_| bug("full"))
                     })
                 })
@@ -477,7 +477,7 @@ fn orders_loop(
             let pool = Pool::<Order>::new(Capacity::Fixed(BOOK + 1)).unwrap_or_else(|e| bug(e));
             let mut book = std::collections::VecDeque::with_capacity(BOOK);
             run!(book, |i| pool
-                .alloc(Order::new(i))
+                .try_alloc(Order::new(i))
                 .unwrap_or_else(|_| bug("full")));
         }
     }

@@ -196,7 +196,7 @@ impl Free for FreelistFree {
     #[inline(always)]
     fn free(&mut self, o: PoolBox<Order>) {
         self.idle = 0;
-        if self.releaser.release(o).is_err() {
+        if self.releaser.free(o).is_err() {
             unreachable!("one pool per run");
         }
     }
@@ -226,7 +226,7 @@ impl Free for arena::Releaser<Order> {
     type Obj = ArenaBox<Order>;
     #[inline(always)]
     fn free(&mut self, o: ArenaBox<Order>) {
-        if self.release(o).is_err() {
+        if arena::Releaser::free(self, o).is_err() {
             unreachable!("one arena set per run");
         }
     }

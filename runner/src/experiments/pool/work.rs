@@ -289,7 +289,7 @@ fn bulk<P: Policy>(timer: Timer, n: usize) -> (u64, u64) {
     let mut held = Vec::with_capacity(n);
     let t0 = timer.now();
     for i in 0..n as u64 {
-        match pool.alloc_raw(Block::new(i)) {
+        match pool.try_alloc_raw(Block::new(i)) {
             Ok(r) => held.push(r),
             Err(_) => exhausted(),
         }
@@ -319,7 +319,7 @@ fn bulk_malloc(timer: Timer, n: usize) -> (u64, u64) {
 #[inline(always)]
 fn interleaved_loop<P: Policy>(pool: &Pool<Block, P>, n: usize) {
     for i in 0..n as u64 {
-        match pool.alloc(Block::new(i)) {
+        match pool.try_alloc(Block::new(i)) {
             Ok(o) => {
                 black_box(&o.first);
             }
