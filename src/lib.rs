@@ -3,12 +3,15 @@
 //! This facade re-exports the workspace crates under short names:
 //!
 //! * [`spsc`]: the bounded lock-free single-producer single-consumer ring;
-//! * [`pool`]: pools for objects made on one thread and freed on another (return-queue
-//!   pool, rotating arena) and the single-thread freelist;
+//! * [`pool`]: object pools: `Pool<T, P>` with its thread-safety policy as a type
+//!   parameter (`SingleThreaded`, `Locked`, `LockFree`, `ThreadCached`), pools for
+//!   objects made on one thread and freed on another (return-queue pool, rotating
+//!   arena), the single-thread `Freelist`, `BumpArena`, and `pool::numa` placement;
 //! * [`clock`]: ordered TSC reads, calibration and the monotonic fallback;
 //! * [`stats`]: latency histograms, percentiles in two conventions, CCDF and PDF series;
 //! * [`alloc`]: the size-class global allocator with thread-local heaps
-//!   (`#[global_allocator] static A: handoff::alloc::HandoffAlloc = handoff::alloc::HandoffAlloc;`).
+//!   (`#[global_allocator] static A: handoff::alloc::HandoffAlloc = handoff::alloc::HandoffAlloc;`,
+//!   or the facade's `global-alloc` feature).
 //!
 //! ```
 //! let (mut tx, mut rx) = handoff::spsc::channel::<u64>(16);

@@ -1,3 +1,7 @@
+#![doc = include_str!("../README.md")]
+//!
+//! ---
+//!
 //! A size-class global allocator for Rust hot paths, after document 004 ("(Re)Actor
 //! Allocation at 15 CPU Cycles"), made correct for every Rust program: any thread may
 //! allocate, and any thread may free what another allocated.

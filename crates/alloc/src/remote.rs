@@ -108,4 +108,3 @@ impl RemoteStack {
         self.head.load(Ordering::SeqCst).is_null()
     }
 }
-

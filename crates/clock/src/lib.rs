@@ -1,3 +1,7 @@
+#![doc = include_str!("../README.md")]
+//!
+//! ---
+//!
 //! Timing for latency measurements: ordered time-stamp-counter reads, calibrated
 //! against `CLOCK_MONOTONIC`, with a fallback to [`std::time::Instant`] where the TSC
 //! cannot be trusted.

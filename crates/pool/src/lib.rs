@@ -1,3 +1,7 @@
+#![doc = include_str!("../README.md")]
+//!
+//! ---
+//!
 //! Object pools for the hot path of a trading system, where an object is made on one
 //! thread and freed on another (document 000's cross-thread Order pipeline).
 //!

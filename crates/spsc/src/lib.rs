@@ -1,3 +1,7 @@
+#![doc = include_str!("../README.md")]
+//!
+//! ---
+//!
 //! A bounded, lock-free, single-producer single-consumer ring for handing items from
 //! one thread to another on a latency-critical path.
 //!

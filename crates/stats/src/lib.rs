@@ -1,3 +1,7 @@
+#![doc = include_str!("../README.md")]
+//!
+//! ---
+//!
 //! Latency statistics for the handoff lab, built on [`hdrhistogram`].
 //!
 //! A [`Latency`] records values (nanoseconds or clock ticks) into an hdrhistogram at 3
