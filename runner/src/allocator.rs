@@ -1,7 +1,10 @@
-//! The runner binary's process allocator: the system allocator (glibc malloc), or
+//! The runner binaries' process allocator: the system allocator (glibc malloc), or
 //! mimalloc, jemalloc or handoff-alloc when the process was started with
 //! `HANDOFF_ALLOCATOR=mimalloc|jemalloc|handoff` (the allocator contenders' child
-//! processes are started that way, see `lab::child`). The choice is made
+//! processes are started that way, see `lab::child`). Only `runner-contenders` (the
+//! `contenders` feature) links mimalloc and jemalloc; `runner` never starts a child
+//! that asks for them, and one that did would stop at its first allocation with a
+//! message rather than measure the system allocator under their names. The choice is made
 //! once, at the first allocation, from the raw environment (no allocation is needed
 //! to read it), and never changes, so every block is freed by the allocator that made
 //! it. The library and its tests keep Rust's default allocator.
@@ -54,6 +57,10 @@ impl Chosen {
             b"handoff" => HANDOFF,
             _ => SYSTEM,
         };
+        #[cfg(not(feature = "contenders"))]
+        if want == MIMALLOC || want == JEMALLOC {
+            not_linked();
+        }
         // The first decision wins; every thread decides the same anyway.
         match self
             .which
@@ -66,6 +73,7 @@ impl Chosen {
 }
 
 /// Calls `$method` on the allocator `$which` names.
+#[cfg(feature = "contenders")]
 macro_rules! dispatch {
     ($which:expr, $method:ident ( $($arg:expr),* )) => {
         match $which {
@@ -75,6 +83,31 @@ macro_rules! dispatch {
             _ => System.$method($($arg),*),
         }
     };
+}
+
+/// Calls `$method` on the allocator `$which` names (`decide` never picks mimalloc or
+/// jemalloc in this binary).
+#[cfg(not(feature = "contenders"))]
+macro_rules! dispatch {
+    ($which:expr, $method:ident ( $($arg:expr),* )) => {
+        match $which {
+            HANDOFF => handoff_alloc::HandoffAlloc.$method($($arg),*),
+            _ => System.$method($($arg),*),
+        }
+    };
+}
+
+/// Stops a process asked for an allocator this binary does not link (writing to
+/// stderr allocates nothing).
+#[cfg(not(feature = "contenders"))]
+#[cold]
+fn not_linked() -> ! {
+    let msg = b"runner: HANDOFF_ALLOCATOR names mimalloc or jemalloc, which only runner-contenders links\n";
+    // SAFETY: writes a static buffer of its own length to stderr; aborts after.
+    unsafe {
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+        libc::abort()
+    }
 }
 
 // SAFETY: every call goes to the one allocator chosen before the first block was

@@ -80,11 +80,42 @@ fn run_one(
 }
 
 fn run(job: Job, topo: &Topology) -> Result<()> {
+    // Validated above (bad input has exited 2 already); an experiment with jemalloc or
+    // mimalloc among its contenders, or `runner all`, continues in `runner-contenders`
+    // before it measures anything.
+    let contenders = match &job {
+        Job::One((e, _)) => e.contenders(),
+        Job::All(_) => REGISTRY.iter().any(|e| e.contenders()),
+    };
+    if contenders {
+        crate::lab::contenders::switch()?;
+    }
     let tools = toolchain();
     match job {
         Job::One((e, p)) => run_one(e, p.as_ref(), topo, &tools),
         Job::All(plan) => crate::all::run(plan),
     }
+}
+
+/// The binaries' `main` (`runner`, and `runner-contenders`, which also links jemalloc and
+/// mimalloc; see `lab::contenders`): a child process of an allocator contender (see
+/// `lab::child`), or the command line.
+pub fn entry() -> ExitCode {
+    // An allocator contender's child process (see `lab::child`).
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(crate::lab::child::CHILD_ARG)) {
+        let task = args.next();
+        let status = crate::lab::child::main(
+            task.as_deref().and_then(|t| t.to_str()),
+            &crate::experiments::child_tasks(),
+        );
+        return ExitCode::from(status as u8);
+    }
+    if std::env::var_os("HANDOFF_ALLOCATOR").is_some() {
+        eprintln!("runner: HANDOFF_ALLOCATOR is set; unset it (the runner sets it only for the child processes of its allocator contenders)");
+        return ExitCode::from(2);
+    }
+    main()
 }
 
 /// Entry point: parses, validates, runs, reports. Exit 0 on success, 1 on a failed

@@ -54,6 +54,10 @@ pub trait Experiment: Sync + 'static {
     /// The task a child runner runs for it (an allocator contender that needs another
     /// global allocator; see `lab::child`), by name.
     const CHILD_TASK: Option<(&'static str, Task)> = None;
+    /// Whether its contenders include jemalloc or mimalloc, which only the
+    /// `runner-contenders` binary links: the runner switches to it before measuring
+    /// (see `lab::contenders`).
+    const CONTENDERS: bool = false;
 
     /// Validates its own flags against this machine and places its threads (`pin`:
     /// the `--pin` given, if any), after the frame validated the common flags: bad
@@ -199,6 +203,8 @@ pub trait Entry: Sync {
     fn all(&self, scale: Scale) -> AllRun;
     /// Its child-process task, if it has one.
     fn child_task(&self) -> Option<(&'static str, Task)>;
+    /// Whether it needs the `runner-contenders` binary ([`Experiment::CONTENDERS`]).
+    fn contenders(&self) -> bool;
     /// Parses its typed flags from clap's matches and validates them.
     fn prepare(&self, m: &clap::ArgMatches, topo: &Topology) -> Result<Box<dyn Prepared>>;
 }
@@ -230,6 +236,10 @@ impl<E: Experiment> Entry for E {
 
     fn child_task(&self) -> Option<(&'static str, Task)> {
         E::CHILD_TASK
+    }
+
+    fn contenders(&self) -> bool {
+        E::CONTENDERS
     }
 
     fn prepare(&self, m: &clap::ArgMatches, topo: &Topology) -> Result<Box<dyn Prepared>> {

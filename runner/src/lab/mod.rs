@@ -6,6 +6,7 @@
 pub mod chart;
 pub mod child;
 pub mod claims;
+pub mod contenders;
 pub mod env;
 pub mod error;
 pub mod experiment;

@@ -56,6 +56,7 @@ impl Experiment for Alloc {
     const A_RUN: &'static str =
         "the main test and the working-set sweep once per contender, contenders alternated; medians reported";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
+    const CONTENDERS: bool = true;
 
     const ALL: AllFlags = AllFlags {
         quick: AllRun {

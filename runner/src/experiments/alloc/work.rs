@@ -315,8 +315,18 @@ pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
         Contender::Handoff => real(&handoff_alloc::HandoffAlloc, &spec),
         // tcmalloc and Hoard replace the C library's malloc, which `System` calls.
         Contender::System | Contender::Tcmalloc | Contender::Hoard => real(&System, &spec),
+        #[cfg(feature = "contenders")]
         Contender::Mimalloc => real(&mimalloc::MiMalloc, &spec),
+        #[cfg(feature = "contenders")]
         Contender::Jemalloc => real(&tikv_jemallocator::Jemalloc, &spec),
+        #[cfg(not(feature = "contenders"))]
+        Contender::Mimalloc | Contender::Jemalloc => {
+            return Err(format!(
+                "{} is linked only into {}",
+                spec.contender.env(),
+                crate::lab::contenders::BINARY
+            ))
+        }
         Contender::Take1 => run(|| Taken(Take1::new()), &spec),
         Contender::Take2 => run(|| Taken(Take2::new()), &spec),
         Contender::Take3 => run(|| Taken(Take3::new()), &spec),

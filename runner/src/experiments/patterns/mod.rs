@@ -44,6 +44,7 @@ impl Experiment for Patterns {
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts)";
     const CHILD_TASK: Option<(&'static str, crate::lab::child::Task)> =
         Some((sharing::CHILD_TASK, sharing::child_task));
+    const CONTENDERS: bool = true;
     const A_RUN: &'static str = "every timed part once per contender, contenders alternated; the first run is dropped and the median of the rest reported";
 
     const ALL: AllFlags = AllFlags {

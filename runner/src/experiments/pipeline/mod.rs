@@ -59,6 +59,7 @@ impl Experiment for Pipeline {
     const SWEEP: &'static str =
         "Run the background-pressure sweep: no T_bg, then 8 rates from 100 k/s to 10 M/s";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((child::CHILD_TASK, child::child_task));
+    const CONTENDERS: bool = true;
 
     const ALL: AllFlags = AllFlags {
         quick: AllRun {

@@ -51,6 +51,7 @@ impl Experiment for Pool {
         "one core per thread (the first also runs the one-thread scenarios)";
     const A_RUN: &'static str = "every contender once per scenario, in an order that rotates from run to run; the first run is dropped as warm-up and the median of the rest reported";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
+    const CONTENDERS: bool = true;
 
     const ALL: AllFlags = AllFlags {
         quick: AllRun {

@@ -1,0 +1,17 @@
+//! `runner-contenders`: the runner with jemalloc and mimalloc linked (the `contenders`
+//! feature), so that their child processes can run. `runner` builds it and switches to
+//! it when an experiment needs them (see `runner::lab::contenders`); run by hand it is
+//! the same runner.
+
+// Under `--cfg handoff_global_alloc` handoff-alloc installs itself instead.
+#[cfg(not(handoff_global_alloc))]
+#[path = "allocator.rs"]
+mod allocator;
+
+#[cfg(not(handoff_global_alloc))]
+#[global_allocator]
+static ALLOCATOR: allocator::Chosen = allocator::Chosen::new();
+
+fn main() -> std::process::ExitCode {
+    runner::cli::entry()
+}
