@@ -12,6 +12,7 @@
 //! process of that experiment then comes from the one binary, as before the split.
 
 use crate::lab::error::{Error, Result};
+use crate::lab::stop;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -54,18 +55,23 @@ fn exec(path: &Path, _args: &[OsString]) -> Result<()> {
 }
 
 /// The path of `runner-contenders`, built and up to date where it can be: beside this
-/// binary in a cargo `release` folder, with this runner's sources and `cargo` at hand.
-/// Elsewhere an existing binary beside this one is used as it is.
+/// binary in a cargo `release` (or, for the tests' runner, `debug`) folder, with the
+/// same profile, this runner's sources and `cargo` at hand. Elsewhere an existing
+/// binary beside this one is used as it is.
 pub fn ensure() -> Result<PathBuf> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::Run(format!("cannot find the runner binary: {e}")))?;
     let path = exe.with_file_name(format!("{BINARY}{}", std::env::consts::EXE_SUFFIX));
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
-    let target_dir = exe
+    // Built by cargo, the binary sits in `<target>/release` or `<target>/debug` (the
+    // tests' runner); the contenders are built with the same profile, beside it.
+    let profile = exe
         .parent()
-        .filter(|d| d.file_name().is_some_and(|n| n == "release"))
-        .and_then(Path::parent);
-    let (Some(target_dir), true) = (target_dir, manifest.is_file()) else {
+        .and_then(|d| d.file_name())
+        .and_then(|n| n.to_str())
+        .filter(|n| *n == "release" || *n == "debug");
+    let target_dir = exe.parent().and_then(Path::parent);
+    let (Some(profile), Some(target_dir), true) = (profile, target_dir, manifest.is_file()) else {
         return if path.is_file() {
             Ok(path)
         } else {
@@ -76,21 +82,23 @@ pub fn ensure() -> Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let fresh = modified(&path).is_some_and(|c| modified(&exe).is_some_and(|r| c >= r));
     if !fresh {
+        let release = if profile == "release" {
+            " --release"
+        } else {
+            ""
+        };
         eprintln!(
-            "runner: bringing {} (the runner with jemalloc and mimalloc, built from C sources) up to date: `{BUILD}`, about two minutes on 2 cores the first time",
+            "runner: bringing {} (the runner with jemalloc and mimalloc, built from C sources) up to date: `cargo build{release} -p runner --features contenders --bin {BINARY}`, about two minutes on 2 cores the first time",
             path.display()
         );
     }
     let mut build = Command::new(&cargo);
+    build.arg("build");
+    if profile == "release" {
+        build.arg("--release");
+    }
     build
-        .args([
-            "build",
-            "--release",
-            "--features",
-            "contenders",
-            "--bin",
-            BINARY,
-        ])
+        .args(["--features", "contenders", "--bin", BINARY])
         .arg("--manifest-path")
         .arg(&manifest)
         .arg("--target-dir")
@@ -98,18 +106,50 @@ pub fn ensure() -> Result<PathBuf> {
     if fresh {
         build.arg("--quiet");
     }
-    match build.status() {
-        Ok(s) if s.success() && path.is_file() => Ok(path),
-        Ok(s) => Err(Error::Run(format!(
-            "building the allocator contenders failed ({s}); `{BUILD}` shows why"
-        ))),
+    // Its own process group, so that a stop can end cargo and the compilers it started
+    // (Ctrl-C at the terminal reaches this process, which passes it on).
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut build, 0);
+    let status = match build.spawn() {
+        Ok(child) => wait_or_stop(child)?,
         // No cargo here: a binary built earlier is used as it is.
-        Err(_) if path.is_file() => Ok(path),
-        Err(e) => Err(Error::Run(format!(
-            "cannot run {} to build the allocator contenders ({e}): {}",
-            Path::new(&cargo).display(),
-            missing(&path)
-        ))),
+        Err(_) if path.is_file() => return Ok(path),
+        Err(e) => {
+            return Err(Error::Run(format!(
+                "cannot run {} to build the allocator contenders ({e}): {}",
+                Path::new(&cargo).display(),
+                missing(&path)
+            )))
+        }
+    };
+    if status.success() && path.is_file() {
+        Ok(path)
+    } else {
+        Err(Error::Run(format!(
+            "building the allocator contenders failed ({status}); `{BUILD}` shows why"
+        )))
+    }
+}
+
+/// Waits for the build; Ctrl-C (the lab's handler, installed here) stops it, cargo's
+/// compilers included, and the run, with nothing written.
+fn wait_or_stop(mut child: std::process::Child) -> Result<std::process::ExitStatus> {
+    stop::install();
+    loop {
+        if stop::requested() {
+            // The whole group: cargo and every rustc it runs (`kill` the command, so
+            // the lab stays free of `unsafe`).
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill").args(["-INT", "--", &group]).status();
+            let _ = child.wait();
+            return Err(Error::Interrupted);
+        }
+        match child.try_wait() {
+            Ok(Some(_)) if stop::requested() => return Err(Error::Interrupted),
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            Err(e) => return Err(Error::Run(format!("waiting for cargo: {e}"))),
+        }
     }
 }
 
@@ -128,13 +168,13 @@ fn modified(p: &Path) -> Option<std::time::SystemTime> {
 mod tests {
     use super::*;
 
-    /// A test binary lives in `target/debug/deps`, not in a `release` folder, so the
-    /// runner does not build there: without a `runner-contenders` beside it the answer
+    /// A test binary lives in `target/debug/deps`, not in a `release` or `debug`
+    /// folder, so the runner does not build there: without a `runner-contenders` beside it the answer
     /// is the one-line error that says how to build it.
     #[test]
     fn outside_a_release_folder_it_says_how_to_build_them() {
         let exe = std::env::current_exe().unwrap();
-        assert_ne!(exe.parent().unwrap().file_name().unwrap(), "release");
+        assert_eq!(exe.parent().unwrap().file_name().unwrap(), "deps");
         match ensure() {
             Ok(p) => assert!(p.is_file() && p.ends_with(BINARY)),
             Err(e) => {
