@@ -318,24 +318,12 @@ impl<T> Releaser<T> {
     /// ```
     #[inline]
     pub fn release(&mut self, object: ArenaBox<T>) -> Result<T, Foreign<ArenaBox<T>>> {
-        if object.shared != self.shared {
-            return Err(self.foreign(object));
-        }
-        // Ownership moves first (leak-safety rule): the box can no longer drop it.
-        let object = ManuallyDrop::new(object);
-        let (ptr, arena) = (object.ptr, object.arena);
-        self.acked[arena] += 1;
-        self.stats.released += 1;
-        // SAFETY: the shared state outlives this handle.
-        let shared = unsafe { self.shared.as_ref() };
-        shared.touch(ptr);
-        // SAFETY: the box owned a live `T` in this slot and was forgotten above, so
-        // the value is moved out once; the slot is empty from here on.
+        let (ptr, ack) = self.take(object)?;
+        // SAFETY: `take` made this handle the owner of the live `T` in the slot; it
+        // is moved out once, and the slot is empty from here on.
         let value = unsafe { ptr.as_ptr().read() };
-        // Release: the read above happens before the allocator's acquire load.
-        shared.counters[arena]
-            .acked
-            .store(self.acked[arena], Ordering::Release);
+        // The acknowledgement (a release store) follows the read.
+        drop(ack);
         Ok(value)
     }
 
@@ -352,26 +340,34 @@ impl<T> Releaser<T> {
     /// ```
     #[inline]
     pub fn free(&mut self, object: ArenaBox<T>) -> Result<(), Foreign<ArenaBox<T>>> {
+        let (ptr, _ack) = self.take(object)?;
+        // SAFETY: `take` made this handle the owner of the live `T` in the slot; this
+        // is its one drop. The acknowledgement follows it, also if it panics.
+        unsafe { core::ptr::drop_in_place(ptr.as_ptr()) };
+        Ok(())
+    }
+
+    /// Takes `object` over for `release` and `free`: checks that it is this arena
+    /// set's, forgets the box (the leak-safety rule: ownership moves first), counts it,
+    /// and returns its slot with the guard that acknowledges it on its arena's counter
+    /// when dropped.
+    #[inline(always)]
+    fn take(&mut self, object: ArenaBox<T>) -> Result<(NonNull<T>, Ack<'_>), Foreign<ArenaBox<T>>> {
         if object.shared != self.shared {
             return Err(self.foreign(object));
         }
-        // Ownership moves first (leak-safety rule): the box can no longer drop it.
         let object = ManuallyDrop::new(object);
         let (ptr, arena) = (object.ptr, object.arena);
         self.acked[arena] += 1;
         self.stats.released += 1;
         // SAFETY: the shared state outlives this handle.
         let shared = unsafe { self.shared.as_ref() };
-        // Publishes the acknowledgement after the drop, also if the destructor panics.
-        let _ack = Ack {
+        shared.touch(ptr);
+        let ack = Ack {
             counter: &shared.counters[arena].acked,
             value: self.acked[arena],
         };
-        shared.touch(ptr);
-        // SAFETY: the box owned a live `T` in this slot and was forgotten above, so
-        // this is its one drop.
-        unsafe { core::ptr::drop_in_place(ptr.as_ptr()) };
-        Ok(())
+        Ok((ptr, ack))
     }
 
     #[cold]

@@ -326,18 +326,12 @@ impl<T> Releaser<T> {
     /// ```
     #[inline]
     pub fn release(&mut self, object: PoolBox<T>) -> Result<T, Foreign<PoolBox<T>>> {
-        if object.shared != self.shared {
-            return Err(self.foreign(object));
-        }
-        // Ownership moves first (leak-safety rule): the box can no longer drop it.
-        let object = ManuallyDrop::new(object);
-        let slot = SlotPtr(object.ptr);
-        self.stats.released += 1;
-        self.shared().touch(slot.0);
-        // SAFETY: the box owned a live `T` in this slot and was forgotten above, so
-        // the value is moved out once; the slot is empty from here on.
-        let value = unsafe { slot.0.as_ptr().read() };
-        self.send_back(slot);
+        let send = self.take(object)?;
+        // SAFETY: `take` made this handle the owner of the live `T` in the slot; it
+        // is moved out once, and the slot is empty from here on.
+        let value = unsafe { send.slot.0.as_ptr().read() };
+        // The slot goes back after the read.
+        drop(send);
         Ok(value)
     }
 
@@ -354,23 +348,29 @@ impl<T> Releaser<T> {
     /// ```
     #[inline]
     pub fn free(&mut self, object: PoolBox<T>) -> Result<(), Foreign<PoolBox<T>>> {
+        let send = self.take(object)?;
+        // SAFETY: `take` made this handle the owner of the live `T` in the slot; this
+        // is its one drop. The slot goes back after it, also if it panics.
+        unsafe { core::ptr::drop_in_place(send.slot.0.as_ptr()) };
+        Ok(())
+    }
+
+    /// Takes `object` over for `release` and `free`: checks that it is this pool's,
+    /// forgets the box (the leak-safety rule: ownership moves first), counts it, and
+    /// returns the guard that sends its slot back when dropped.
+    #[inline(always)]
+    fn take(&mut self, object: PoolBox<T>) -> Result<SendBack<'_, T>, Foreign<PoolBox<T>>> {
         if object.shared != self.shared {
             return Err(self.foreign(object));
         }
-        // Ownership moves first (leak-safety rule): the box can no longer drop it.
         let object = ManuallyDrop::new(object);
         let slot = SlotPtr(object.ptr);
         self.stats.released += 1;
-        // Sends the slot back even if the destructor panics: the value counts as dropped.
-        let send = SendBack {
+        self.shared().touch(slot.0);
+        Ok(SendBack {
             releaser: self,
             slot,
-        };
-        send.releaser.shared().touch(slot.0);
-        // SAFETY: the box owned a live `T` in this slot, and was forgotten above, so
-        // this is its one drop.
-        unsafe { core::ptr::drop_in_place(slot.0.as_ptr()) };
-        Ok(())
+        })
     }
 
     #[inline]
