@@ -176,7 +176,11 @@ pub struct LockFree;
 /// thread: the slot joins that thread's magazine and reaches the depot when it is full.
 /// When a thread exits, its magazines go to the depot; the pool may be used from
 /// thread-local destructors, before or after that happens (after it, directly at the
-/// depot).
+/// depot). That hand-over runs in the thread's thread-local destructors, which
+/// `std::thread::scope` does not wait for: right after a scope returns, a fixed pool
+/// whose slots sit in its threads' magazines can still refuse an allocation. A scoped
+/// thread whose slots are needed as soon as the scope ends calls
+/// [`Pool::flush`](crate::Pool::flush) before it returns.
 #[cfg(any(feature = "std", loom))]
 #[derive(Clone, Copy, Debug)]
 pub struct ThreadCached;
