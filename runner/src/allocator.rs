@@ -72,25 +72,15 @@ impl Chosen {
     }
 }
 
-/// Calls `$method` on the allocator `$which` names.
-#[cfg(feature = "contenders")]
+/// Calls `$method` on the allocator `$which` names (mimalloc and jemalloc only where
+/// they are linked: elsewhere `decide` never picks them).
 macro_rules! dispatch {
     ($which:expr, $method:ident ( $($arg:expr),* )) => {
         match $which {
+            #[cfg(feature = "contenders")]
             MIMALLOC => mimalloc::MiMalloc.$method($($arg),*),
+            #[cfg(feature = "contenders")]
             JEMALLOC => tikv_jemallocator::Jemalloc.$method($($arg),*),
-            HANDOFF => handoff_alloc::HandoffAlloc.$method($($arg),*),
-            _ => System.$method($($arg),*),
-        }
-    };
-}
-
-/// Calls `$method` on the allocator `$which` names (`decide` never picks mimalloc or
-/// jemalloc in this binary).
-#[cfg(not(feature = "contenders"))]
-macro_rules! dispatch {
-    ($which:expr, $method:ident ( $($arg:expr),* )) => {
-        match $which {
             HANDOFF => handoff_alloc::HandoffAlloc.$method($($arg),*),
             _ => System.$method($($arg),*),
         }

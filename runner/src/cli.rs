@@ -111,7 +111,7 @@ pub fn entry() -> ExitCode {
         );
         return ExitCode::from(status as u8);
     }
-    if std::env::var_os("HANDOFF_ALLOCATOR").is_some() {
+    if std::env::var_os(crate::lab::child::ALLOCATOR_ENV).is_some() {
         eprintln!("runner: HANDOFF_ALLOCATOR is set; unset it (the runner sets it only for the child processes of its allocator contenders)");
         return ExitCode::from(2);
     }

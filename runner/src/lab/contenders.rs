@@ -81,20 +81,22 @@ pub fn ensure() -> Result<PathBuf> {
     // `cargo run` tells its child where cargo is; otherwise the one on the PATH.
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let fresh = modified(&path).is_some_and(|c| modified(&exe).is_some_and(|r| c >= r));
+    let release = profile == "release";
+    // The command the messages name: `BUILD`, less `--release` for the tests' runner.
+    let command = if release {
+        BUILD.to_string()
+    } else {
+        BUILD.replace(" --release", "")
+    };
     if !fresh {
-        let release = if profile == "release" {
-            " --release"
-        } else {
-            ""
-        };
         eprintln!(
-            "runner: bringing {} (the runner with jemalloc and mimalloc, built from C sources) up to date: `cargo build{release} -p runner --features contenders --bin {BINARY}`, about two minutes on 2 cores the first time",
+            "runner: bringing {} (the runner with jemalloc and mimalloc, built from C sources) up to date: `{command}`, about two minutes on 2 cores the first time",
             path.display()
         );
     }
     let mut build = Command::new(&cargo);
     build.arg("build");
-    if profile == "release" {
+    if release {
         build.arg("--release");
     }
     build
@@ -126,7 +128,7 @@ pub fn ensure() -> Result<PathBuf> {
         Ok(path)
     } else {
         Err(Error::Run(format!(
-            "building the allocator contenders failed ({status}); `{BUILD}` shows why"
+            "building the allocator contenders failed ({status}); `{command}` shows why"
         )))
     }
 }
