@@ -1,7 +1,7 @@
 //! `GlobalAlloc` for [`HandoffAlloc`]: the fast paths, inline, and the dispatch to the
 //! slow ones.
 
-use crate::class::{class_for, class_of, MAX_SMALL, REGION_BITS};
+use crate::class::{class_for, class_of, MAX_SMALL, REGION_BITS, TABLE_MAX};
 use crate::heap::{self, arena_offset, geometry, CLASS_SLOTS, LOCAL};
 use crate::{big, HandoffAlloc};
 use core::alloc::{GlobalAlloc, Layout};
@@ -26,29 +26,42 @@ fn pop_local(c: usize) -> *mut u8 {
 /// smaller than the full one the thread's `base` is `NO_BASE`, so this is always false
 /// and the slow path decodes the address.)
 ///
-/// The class comes from the address, not from the layout the caller passes to
-/// `dealloc`: the full arena and so every heap's span is aligned to the span's size, so
-/// the address's bits above the region offset, exclusive-or the span's start, are the
-/// class when `p` lies in the span and 32 or more when it does not. One exclusive-or,
-/// one shift and one comparison do both tests, and a block freed with a layout other
-/// than the one it was made with still goes back to its own class. In document 004's
-/// test, whose sizes vary, computing the class from the layout cost about 4 of the
-/// 16-18 TSC ticks the allocator took per pair beyond the test's own at 1 and 4 MiB
-/// (the lookup in the class table and its range checks); a free of a constant layout
-/// (`alloc_pair` in benches/alloc.rs) gets the class for nothing either way, and there
-/// the address's class costs about 0.12 ns per pair (1.79 -> 1.91 ns): see
-/// docs/alloc.md, "The free's class test".
+/// The class comes from the address: the full arena and so every heap's span is aligned
+/// to the span's size, so the address's bits above the region offset, exclusive-or the
+/// span's start, are the class when `p` lies in the span and 32 or more when it does
+/// not. One exclusive-or, one shift and one comparison do both tests, and a block freed
+/// with a layout other than the one it was made with still goes back to its own class.
+///
+/// `layout`'s class is only a hint: when it equals the address's, the push uses it.
+/// Both are the same number, but a magazine whose address comes from the layout does
+/// not wait for the block's address, and for a layout the compiler knows (a `Box` of
+/// one type) it is a constant. In a loop that allocates a block and frees it, the
+/// magazine's count then does not depend on the block the previous allocation loaded:
+/// `alloc_pair` in benches/alloc.rs took 1.91 ns per pair with the magazine indexed by
+/// the address's class, 1.80 ns with this hint (see docs/alloc.md, "The free's class
+/// test"). Sizes up to [`TABLE_MAX`] cost one table lookup for the hint; beyond, the
+/// address's class alone.
 #[inline(always)]
-fn push_local(p: *mut u8) -> bool {
+fn push_local(p: *mut u8, layout: Layout) -> bool {
     LOCAL
         .try_with(|l| {
             let x = (p.addr() ^ l.base.get()) >> REGION_BITS;
+            // SAFETY: `heap` is `NO_HEAP` or a heap this thread owns, both statics.
+            let heap = unsafe { &*l.heap.get() };
+            if layout.size() <= TABLE_MAX {
+                let c = class_of(layout.size());
+                if x == c {
+                    // SAFETY: `x` is `c`, a class, so below CLASS_SLOTS: `p` lies in this
+                    // thread's heap span (the thread owns a heap and `heap` is it), in the
+                    // region of class `c`; the caller is done with it.
+                    return unsafe { heap.mags[c & (CLASS_SLOTS - 1)].push(p) };
+                }
+            }
             if x >= CLASS_SLOTS {
                 return false;
             }
-            // SAFETY: `p` lies in this thread's heap span (so the thread owns a heap and
-            // `heap` is it), in the region of class `x`; the caller is done with it.
-            unsafe { (*l.heap.get()).mags[x].push(p) }
+            // SAFETY: as above, in the region of class `x`.
+            unsafe { heap.mags[x].push(p) }
         })
         .unwrap_or(false)
 }
@@ -123,9 +136,7 @@ unsafe impl GlobalAlloc for HandoffAlloc {
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // The layout is not needed: the address says where the block belongs.
-        let _ = layout;
-        if push_local(ptr) {
+        if push_local(ptr, layout) {
             return;
         }
         // SAFETY: the caller's live block, no longer used.
@@ -221,6 +232,7 @@ mod tests {
             return;
         }
         let base = LOCAL.with(|l| l.base.get());
+        let big_hint = Layout::from_size_align(TABLE_MAX + 1, 8).unwrap();
         assert_eq!(
             base % HEAP_SPAN,
             0,
@@ -233,37 +245,55 @@ mod tests {
                 0,
                 "class {c}: its promised alignment"
             );
-            let before = in_magazine(c);
-            if before as usize == heap::MAG {
+            if in_magazine(c) as usize == heap::MAG {
                 // A full magazine: the push declines and the slow path spills.
                 // SAFETY: allocated above with `l`.
                 unsafe { a.dealloc(p, l) };
                 continue;
             }
-            assert!(
-                push_local(p),
-                "class {c}: this heap's block takes the fast path"
-            );
-            assert_eq!(
-                in_magazine(c),
-                before + 1,
-                "class {c}: into its own magazine"
-            );
-            // The block comes back out of the same magazine, then is freed for real.
-            assert_eq!(pop_local(c), p);
+            // The layout is a hint only: its own layout, another class's (the address's
+            // class then decides) and one beyond the class table all put the block in
+            // its own magazine.
+            let other = layouts[(c + 1) % NUM_CLASSES];
+            for hint in [l, other, big_hint] {
+                let before = in_magazine(c);
+                assert!(
+                    push_local(p, hint),
+                    "class {c}, hint {hint:?}: this heap's block takes the fast path"
+                );
+                assert_eq!(
+                    in_magazine(c),
+                    before + 1,
+                    "class {c}, hint {hint:?}: into its own magazine"
+                );
+                // The block comes back out of the same magazine.
+                assert_eq!(pop_local(c), p);
+            }
             // SAFETY: allocated above with `l`, handed back once here.
             unsafe { a.dealloc(p, l) };
         }
         // Not this heap's blocks: the neighbouring heaps' spans, the arena's outside,
-        // a big block. None is read or written; each is refused before any access.
-        assert!(!push_local(base.wrapping_add(HEAP_SPAN) as *mut u8));
-        assert!(!push_local(base.wrapping_sub(8) as *mut u8));
-        assert!(!push_local(8 as *mut u8));
+        // a big block. None is read or written; each is refused before any access,
+        // whatever class the layout names.
         let big_layout = Layout::from_size_align(1 << 20, 8).unwrap();
         // SAFETY: a valid layout.
         let big = unsafe { a.alloc(big_layout) };
         assert!(!big.is_null());
-        assert!(!push_local(big), "a big block is not an arena block");
+        let foreign = [
+            base.wrapping_add(HEAP_SPAN),
+            base.wrapping_add(HEAP_SPAN + (4 << REGION_BITS)),
+            base.wrapping_sub(8),
+            8,
+            big.addr(),
+        ];
+        for q in foreign {
+            for hint in layouts.iter().chain([&big_hint, &big_layout]) {
+                assert!(
+                    !push_local(q as *mut u8, *hint),
+                    "{q:#x} with hint {hint:?} is not this heap's block"
+                );
+            }
+        }
         // SAFETY: allocated just above with this layout.
         unsafe { a.dealloc(big, big_layout) };
         // Aligned requests: up to the region head's alignment from a class, beyond it
@@ -280,8 +310,8 @@ mod tests {
             unsafe { a.dealloc(p, l) };
         }
         // A thread that has no heap takes nothing on the fast path.
-        let p = blocks[4].addr();
-        let taken = std::thread::spawn(move || push_local(p as *mut u8))
+        let (p, l) = (blocks[4].addr(), layouts[4]);
+        let taken = std::thread::spawn(move || push_local(p as *mut u8, l))
             .join()
             .unwrap();
         assert!(!taken, "a thread without a heap");
