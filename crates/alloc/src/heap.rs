@@ -9,8 +9,8 @@
 //! allocate while their thread-local storage is being torn down.
 
 use crate::class::{
-    class_size, Geometry, CLASS_BITS, DEPOT_CHUNK, DEPOT_ENTRY, DEPOT_TABLES, GEOMETRIES, HEAPS,
-    NUM_CLASSES, REGION_HEAD,
+    class_size, first_block, Geometry, CLASS_BITS, DEPOT_CHUNK, DEPOT_ENTRY, DEPOT_TABLES,
+    GEOMETRIES, HEAPS, NUM_CLASSES,
 };
 use crate::lock::Lock;
 use crate::os;
@@ -26,6 +26,12 @@ use crossbeam_utils::CachePadded;
 pub(crate) const BATCH: u32 = 64;
 /// Memory committed at a time in one region.
 const COMMIT: usize = 1 << 20;
+// `carve` commits one step when the next block does not fit: every class's first block
+// must lie inside the region's first step.
+const _: () = assert!(
+    first_block(NUM_CLASSES - 1) + crate::class::MAX_SMALL <= COMMIT,
+    "a class's first block lies past the region's first commit"
+);
 /// Once a region has this much committed, what it commits next is backed with memory
 /// at once (`os::populate`): a growing heap takes its page faults in bulk, off the
 /// allocation path, and a small region still costs only the pages it touches.
@@ -600,7 +606,7 @@ impl Heap {
         let (bump, end) = unsafe { (&mut *bin.bump.get(), &mut *bin.end.get()) };
         let start = self.region_start(c);
         if bump.is_null() {
-            *bump = start.wrapping_add(REGION_HEAD);
+            *bump = start.wrapping_add(first_block(c));
             *end = start;
         }
         let mut got = 0;
@@ -662,7 +668,7 @@ impl Heap {
         unsafe {
             *bin.depot_len.get() = 0;
             *bin.overflow.get() = ptr::null_mut();
-            *bin.bump.get() = self.region_start(c).wrapping_add(REGION_HEAD);
+            *bin.bump.get() = self.region_start(c).wrapping_add(first_block(c));
         }
         mag.count.store(0, Ordering::Relaxed);
         bin.listed.store(0, Ordering::Relaxed);
@@ -1145,7 +1151,7 @@ pub(crate) fn flush() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::class::class_of;
+    use crate::class::{class_align, class_of, CLASS_STAGGER};
     use std::collections::HashSet;
 
     std::thread_local! {
@@ -1243,6 +1249,34 @@ mod tests {
             assert!(blocks.iter().all(|p| again.contains(p)), "a block was lost");
             intact(c, &blocks);
             free_all(h, c, &again.into_iter().collect::<Vec<_>>());
+        });
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "maps memory")]
+    fn each_class_starts_its_blocks_one_page_further_into_its_region() {
+        with_heap(|h| {
+            let mut checked = 0;
+            for c in 0..NUM_CLASSES {
+                // SAFETY: this thread owns `h`.
+                if !unsafe { *h.bins[c].bump.get() }.is_null() {
+                    continue; // a class another test of this binary used first
+                }
+                // SAFETY: this thread owns `h` and the arena is reserved.
+                let p = unsafe { h.alloc(c) };
+                let offset = p.addr() - h.region_start(c).addr();
+                assert_eq!(offset, first_block(c), "class {c}");
+                assert_eq!(
+                    offset / CLASS_STAGGER,
+                    c,
+                    "class {c}: page {c} of its region"
+                );
+                assert_eq!(p.addr() % class_align(c), 0, "class {c}: its alignment");
+                // SAFETY: this thread owns `h`; `p` is its block of class `c`, unused.
+                unsafe { h.free(c, p) };
+                checked += 1;
+            }
+            assert!(checked > 0, "every class of this heap was used before");
         });
     }
 
