@@ -32,36 +32,31 @@ fn pop_local(c: usize) -> *mut u8 {
 /// not. One exclusive-or, one shift and one comparison do both tests, and a block freed
 /// with a layout other than the one it was made with still goes back to its own class.
 ///
-/// `layout`'s class is only a hint: when the block lies in that class's region of this
-/// thread's span (its offset from the span's start, less the region's, is below a
-/// region's size: one subtraction, one shift, one comparison against zero, the constant
-/// folded), the push takes the magazine the hint names; otherwise the address's class
-/// decides as above. Both name the same magazine, but one whose address comes from the
-/// layout does not wait for the block's address, and for a layout the compiler knows (a
-/// `Box` of one type) it is a constant. In a loop that allocates a block and frees it,
-/// the magazine's count then does not depend on the block the previous allocation
-/// loaded: `alloc_pair` in benches/alloc.rs took 1.91 ns per pair with the magazine
-/// indexed by the address's class, 1.78-1.79 ns with this hint (see docs/alloc.md, "The
-/// free's class test"). Sizes up to [`TABLE_MAX`] cost one table lookup for the hint;
-/// beyond, the address's class alone.
+/// `layout`'s class is only a hint: when it equals the address's, the push uses it.
+/// Both are the same number, but a magazine whose address comes from the layout does
+/// not wait for the block's address, and for a layout the compiler knows (a `Box` of
+/// one type) it is a constant. In a loop that allocates a block and frees it, the
+/// magazine's count then does not depend on the block the previous allocation loaded:
+/// `alloc_pair` in benches/alloc.rs took 1.91 ns per pair with the magazine indexed by
+/// the address's class, 1.80 ns with this hint (see docs/alloc.md, "The free's class
+/// test"). Sizes up to [`TABLE_MAX`] cost one table lookup for the hint; beyond, the
+/// address's class alone.
 #[inline(always)]
 fn push_local(p: *mut u8, layout: Layout) -> bool {
     LOCAL
         .try_with(|l| {
-            let base = l.base.get();
+            let x = (p.addr() ^ l.base.get()) >> REGION_BITS;
             // SAFETY: `heap` is `NO_HEAP` or a heap this thread owns, both statics.
             let heap = unsafe { &*l.heap.get() };
             if layout.size() <= TABLE_MAX {
                 let c = class_of(layout.size());
-                let offset = p.addr().wrapping_sub(base).wrapping_sub(c << REGION_BITS);
-                if offset >> REGION_BITS == 0 {
-                    // SAFETY: `p` lies in the region of class `c` (below CLASS_SLOTS) of
-                    // this thread's heap span, so the thread owns a heap and `heap` is it;
-                    // the caller is done with it.
+                if x == c {
+                    // SAFETY: `x` is `c`, a class, so below CLASS_SLOTS: `p` lies in this
+                    // thread's heap span (the thread owns a heap and `heap` is it), in the
+                    // region of class `c`; the caller is done with it.
                     return unsafe { heap.mags[c & (CLASS_SLOTS - 1)].push(p) };
                 }
             }
-            let x = (p.addr() ^ base) >> REGION_BITS;
             if x >= CLASS_SLOTS {
                 return false;
             }
