@@ -36,7 +36,10 @@
 //!   than on the allocation path). Every heap owns a
 //!   4 GiB region per class inside it, so the bits of a block's offset from the arena
 //!   base name its heap and its class. A free reads them from the address and loads no
-//!   header.
+//!   header (the layout's class serves only as a hint that, when it matches, gives the
+//!   magazine a constant address for a constant layout). Each class's blocks start one
+//!   page further into their region than the previous class's, so the classes' pages do
+//!   not share their lower page-number bits.
 //! - **Remote frees.** A block freed by a thread that does not own it is collected in
 //!   the freeing thread's batch for its owner and class; a batch of 64 goes to the
 //!   owner's stack for that class with one compare-and-swap. When the owner's depot
