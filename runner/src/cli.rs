@@ -112,7 +112,10 @@ pub fn entry() -> ExitCode {
         return ExitCode::from(status as u8);
     }
     if std::env::var_os(crate::lab::child::ALLOCATOR_ENV).is_some() {
-        eprintln!("runner: HANDOFF_ALLOCATOR is set; unset it (the runner sets it only for the child processes of its allocator contenders)");
+        eprintln!(
+            "runner: {} is set; unset it (the runner sets it only for the child processes of its allocator contenders)",
+            crate::lab::child::ALLOCATOR_ENV
+        );
         return ExitCode::from(2);
     }
     main()

@@ -109,8 +109,9 @@ pub const fn class_size(c: usize) -> usize {
     CLASS_SIZES[c]
 }
 
-/// Bytes left unused at the start of every class region: blocks are laid end to end
-/// from `2^REGION_BITS`-aligned region start plus this. With the blocks of every class
+/// Bytes left unused at the start of every class region, before the class's page of
+/// stagger ([`first_block`]): blocks are laid end to end from a `2^REGION_BITS`-aligned
+/// region start plus this and the stagger. With the blocks of every class
 /// aligned to their size (the head at 0), document 004's test at 256 MiB took 47.8 ns
 /// per pair; with a head of 64 or 128 bytes, 42.2-42.7 (12 alternated rounds each,
 /// faster in 12 of 12; at 1-64 MiB no difference beyond the noise). A head of 64 bytes

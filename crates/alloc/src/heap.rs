@@ -10,7 +10,7 @@
 
 use crate::class::{
     class_size, first_block, Geometry, CLASS_BITS, DEPOT_CHUNK, DEPOT_ENTRY, DEPOT_TABLES,
-    GEOMETRIES, HEAPS, NUM_CLASSES,
+    GEOMETRIES, HEAPS, MAX_SMALL, NUM_CLASSES,
 };
 use crate::lock::Lock;
 use crate::os;
@@ -29,7 +29,7 @@ const COMMIT: usize = 1 << 20;
 // `carve` commits one step when the next block does not fit: every class's first block
 // must lie inside the region's first step.
 const _: () = assert!(
-    first_block(NUM_CLASSES - 1) + crate::class::MAX_SMALL <= COMMIT,
+    first_block(NUM_CLASSES - 1) + MAX_SMALL <= COMMIT,
     "a class's first block lies past the region's first commit"
 );
 /// Once a region has this much committed, what it commits next is backed with memory

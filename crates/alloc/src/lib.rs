@@ -54,7 +54,7 @@
 //!   memory, borrows up to 64 blocks of it that other threads returned to a heap nobody
 //!   owns (freed again, they go back to that heap).
 //!   A class whose blocks are all free when its thread exits (or when its magazine and
-//!   list run dry) starts over at its region's start, so the next owner gets blocks
+//!   list run dry) starts over at its first block, so the next owner gets blocks
 //!   in address order from memory already committed, not in the order of the frees.
 //! - **Big blocks.** Above 256 KiB (or aligned beyond what a class gives), a block is a
 //!   page-granular mapping of its own with a 16-byte header. Freed mappings up to 1 MiB
