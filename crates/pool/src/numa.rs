@@ -169,11 +169,12 @@ mod imp {
         match std::fs::read_to_string(&path) {
             Ok(t) => parse_cpus(t.trim()).ok_or(NumaError::Topology),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if online_mask()? >> node & 1 == 0 {
-                    return Err(NumaError::NoSuchNode {
-                        node,
-                        online: online_mask()?,
-                    });
+                // The mask has bits for nodes 0 to 63; a node beyond with no
+                // directory of its own is not online either (`checked_shr`: a shift
+                // by 64 or more would overflow).
+                let online = online_mask()?;
+                if online.checked_shr(node).unwrap_or(0) & 1 == 0 {
+                    return Err(NumaError::NoSuchNode { node, online });
                 }
                 if std::fs::metadata("/sys/devices/system/node").is_ok() {
                     return Err(NumaError::Topology);

@@ -85,6 +85,23 @@ impl PoolConfig {
             magazine: DEFAULT_MAGAZINE,
         }
     }
+
+    /// The checks of the settings every store makes before it allocates anything: the
+    /// magazine is 1 to [`MAX_MAGAZINE`] whatever the policy. (The capacity is checked
+    /// where the first block is sized, the placement where memory is placed.) Every
+    /// [`Store::new`](crate::policy::Store::new) calls it, so a store made through the
+    /// trait refuses what [`Pool::with_config`] refuses.
+    pub(crate) fn check_magazine(&self) -> Result<(), ConfigError> {
+        if self.magazine == 0 {
+            return Err(ConfigError::Zero("magazine"));
+        }
+        if self.magazine > MAX_MAGAZINE {
+            return Err(ConfigError::MagazineTooLarge {
+                magazine: self.magazine,
+            });
+        }
+        Ok(())
+    }
 }
 
 impl Default for PoolConfig {
@@ -141,14 +158,8 @@ impl<T, P: Policy> Pool<T, P> {
     /// assert_eq!(*pool.try_alloc(7).unwrap(), 7);
     /// ```
     pub fn with_config(config: PoolConfig) -> Result<Self, ConfigError> {
-        if config.magazine == 0 {
-            return Err(ConfigError::Zero("magazine"));
-        }
-        if config.magazine > MAX_MAGAZINE {
-            return Err(ConfigError::MagazineTooLarge {
-                magazine: config.magazine,
-            });
-        }
+        // Every store checks the whole config itself (`PoolConfig::check_magazine` and
+        // its capacity), so a store made through `Store::new` refuses the same.
         Ok(Pool {
             store: P::Store::<T>::new(&config)?,
             exhausted: AtomicU64::new(0),

@@ -74,6 +74,27 @@ fn a_node_that_is_not_online_is_refused_with_the_online_list() {
     assert!(BumpArena::with_placement(64, Placement::Node(4000)).is_err());
 }
 
+/// Nodes past the online mask's 64 bits (issue 47: node 64 panicked with a shift
+/// overflow in debug builds, and returned `Topology` in release builds, where the shift
+/// wrapped to node 0) are not online: `NoSuchNode`, with the online list.
+#[test]
+fn cpus_of_a_node_beyond_the_mask_is_no_such_node() {
+    let online = numa::online_nodes().unwrap();
+    for node in [64, 65, 127, 1000, u32::MAX - 1, u32::MAX] {
+        if online.contains(&node) {
+            continue;
+        }
+        match numa::cpus_of_node(node) {
+            Err(NumaError::NoSuchNode { node: n, .. }) => assert_eq!(n, node),
+            other => panic!("cpus_of_node({node}): {other:?}"),
+        }
+    }
+    // And the nodes that are online still answer.
+    for node in online {
+        numa::cpus_of_node(node).unwrap();
+    }
+}
+
 #[test]
 fn a_placed_arena_is_on_its_node_and_rounded_to_pages() {
     let node = numa::online_nodes().unwrap()[0];

@@ -17,7 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use common::Ledger;
-use handoff_pool::policy::{LockFree, Locked, Policy, SingleThreaded, ThreadCached};
+use handoff_pool::policy::{
+    LockFree, Locked, Policy, SingleThreaded, Store, ThreadCached, MAX_MAGAZINE,
+};
 use handoff_pool::{Capacity, ConfigError, Pool, PoolConfig};
 
 fn items() -> usize {
@@ -62,6 +64,30 @@ fn bad_configs<P: Policy>() {
         Pool::<u64, P>::new(Capacity::Fixed(usize::MAX)).unwrap_err(),
         ConfigError::TooLarge { .. }
     ));
+    // The store made through the public `Store` trait checks the same (issue 47: a
+    // `CachedStore` sized its magazines from a 2^40 request and aborted).
+    for magazine in [0, MAX_MAGAZINE + 1, 1 << 40, usize::MAX] {
+        let config = PoolConfig {
+            magazine,
+            ..PoolConfig::new(Capacity::Fixed(4))
+        };
+        let want = if magazine == 0 {
+            ConfigError::Zero("magazine")
+        } else {
+            ConfigError::MagazineTooLarge { magazine }
+        };
+        assert_eq!(Pool::<u64, P>::with_config(config).err(), Some(want));
+        assert_eq!(
+            <P::Store<u64> as Store<u64>>::new(&config).err(),
+            Some(want)
+        );
+    }
+    // The largest magazine is accepted.
+    let config = PoolConfig {
+        magazine: MAX_MAGAZINE,
+        ..PoolConfig::new(Capacity::Fixed(4))
+    };
+    assert!(<P::Store<u64> as Store<u64>>::new(&config).is_ok());
 }
 
 fn fixed_pool_exhausts_and_reuses<P: Policy>() {

@@ -257,6 +257,7 @@ unsafe impl<T> Store<T> for LockFreeStore<T> {
     type Token = u32;
 
     fn new(config: &PoolConfig) -> Result<Self, ConfigError> {
+        config.check_magazine()?;
         let (capacity, placement) = (config.capacity, config.placement);
         let (first, grows) = capacity.first_block::<T>()?;
         let slab = Slab::<T>::placed(first, placement)?;

@@ -24,6 +24,7 @@ unsafe impl<T> Store<T> for LockedStore<T> {
     type Token = ();
 
     fn new(config: &PoolConfig) -> Result<Self, ConfigError> {
+        config.check_magazine()?;
         let (capacity, placement) = (config.capacity, config.placement);
         Ok(LockedStore {
             stack: Mutex::new(Stack::new(capacity, placement)?),

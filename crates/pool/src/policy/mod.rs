@@ -47,8 +47,9 @@ pub const DEFAULT_MAGAZINE: usize = 64;
 
 /// The largest magazine a pool accepts: 65536 slots. A thread holds up to two
 /// magazines' worth of free slots, so a bigger one would strand most of a pool in
-/// one thread's cache; [`Pool::with_config`](crate::Pool::with_config) refuses it
-/// with [`ConfigError::MagazineTooLarge`].
+/// one thread's cache. Every store refuses it with [`ConfigError::MagazineTooLarge`]
+/// before it allocates anything, whether made by
+/// [`Pool::with_config`](crate::Pool::with_config) or through [`Store::new`].
 pub const MAX_MAGAZINE: usize = 1 << 16;
 
 /// How many slots a pool has, and whether it grows.
@@ -135,7 +136,20 @@ pub unsafe trait Store<T>: Sized {
     type Token: Copy;
     /// A store as `config` asks: its capacity, its memory placed by its placement
     /// (see [`crate::numa`]), and its magazine size where the policy has per-thread
-    /// caches (only [`ThreadCached`] reads it).
+    /// caches (only [`ThreadCached`] reads it). Every store checks all three, as
+    /// [`Pool::with_config`](crate::Pool::with_config) documents, and refuses a bad
+    /// one with its [`ConfigError`] before allocating.
+    ///
+    /// ```
+    /// use handoff_pool::policy::{CachedStore, Store, MAX_MAGAZINE};
+    /// use handoff_pool::{ConfigError, PoolConfig};
+    /// let huge = PoolConfig { magazine: 1 << 40, ..PoolConfig::default() };
+    /// assert_eq!(
+    ///     <CachedStore<u64> as Store<u64>>::new(&huge).err(),
+    ///     Some(ConfigError::MagazineTooLarge { magazine: 1 << 40 })
+    /// );
+    /// # let _ = MAX_MAGAZINE;
+    /// ```
     fn new(config: &PoolConfig) -> Result<Self, ConfigError>;
     /// A free slot (uninitialised), growing on exhaustion if allowed; `None` if
     /// every slot is in use and the pool cannot grow.

@@ -71,6 +71,7 @@ unsafe impl<T> Store<T> for SingleStore<T> {
     type Token = ();
 
     fn new(config: &PoolConfig) -> Result<Self, ConfigError> {
+        config.check_magazine()?;
         let (capacity, placement) = (config.capacity, config.placement);
         Ok(SingleStore {
             stack: UnsafeCell::new(Stack::new(capacity, placement)?),

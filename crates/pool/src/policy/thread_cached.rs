@@ -365,14 +365,13 @@ unsafe impl<T> Store<T> for CachedStore<T> {
     type Token = ();
 
     fn new(config: &PoolConfig) -> Result<Self, ConfigError> {
+        // Before the magazines are sized from it: `MAX_MAGAZINE` bounds their buffers.
+        config.check_magazine()?;
         let PoolConfig {
             capacity,
             placement,
             magazine,
         } = *config;
-        if magazine == 0 {
-            return Err(ConfigError::Zero("magazine"));
-        }
         let mut depot = Depot {
             full: Vec::new(),
             empty: Vec::new(),
