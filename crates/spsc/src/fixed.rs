@@ -92,6 +92,10 @@ impl<T, const N: usize> StaticChannel<T, N> {
     /// assert!(ring.split().is_none());
     /// ```
     pub fn split(&self) -> Option<(StaticProducer<'_, T, N>, StaticConsumer<'_, T, N>)> {
+        // AcqRel: the swap's single modification order alone makes exactly one call
+        // see `false`; acquire and release also order the handles' use of the ring
+        // after anything done to it by an earlier thread (nothing the handles rely on
+        // today: the header is constant-initialised).
         if self.split.swap(true, Ordering::AcqRel) {
             return None;
         }

@@ -700,7 +700,14 @@ impl<T, B: Backing> Drop for Consumer<T, B> {
     fn drop(&mut self) {
         // A forgotten `ReadChunk` may have left the shared index behind ours; the items
         // in between are gone, so whoever drops the leftovers must start at ours.
-        self.raw.header().head.store(self.head, Ordering::Relaxed);
+        // Release, like every store of `head`: a producer still pushing may load this
+        // store, and it then writes into the slots we last read. A relaxed store would
+        // release nothing (a later store by the same thread does not continue an
+        // earlier release's sequence), so those reads would not happen before its
+        // writes: a data race in Rust's memory model, and on weakly ordered CPUs a read
+        // that sees the producer's next item (issue 47; Miri's seeds 0, 1, 25, 28 and
+        // 29 found it, and `tests/loom.rs` `consumer_leaves_*` does every time).
+        self.raw.header().head.store(self.head, Ordering::Release);
         // SAFETY: called once, from this handle's destructor.
         unsafe { self.raw.release_handle() }
     }

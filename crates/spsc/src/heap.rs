@@ -141,6 +141,7 @@ mod tests {
     fn near_wrap<T>(capacity: usize, before: usize) -> (Producer<T>, Consumer<T>) {
         let (tx, mut rx) = channel::<T>(capacity);
         let start = usize::MAX - before;
+        // Relaxed: set up on this thread before either handle can reach another.
         tx.raw.header().head.store(start, Ordering::Relaxed);
         tx.raw.header().tail.store(start, Ordering::Relaxed);
         tx.tail.set(start);

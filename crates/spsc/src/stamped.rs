@@ -108,6 +108,9 @@ impl<T> Drop for Producer<T> {
 
 impl<T> Drop for Consumer<T> {
     fn drop(&mut self) {
+        // No index to publish here (the default ring's consumer has one, issue 47):
+        // every pop already stored `head` with release, after its read of the slot, and
+        // no call takes a slot without popping it.
         self.shared.leave();
     }
 }
@@ -283,6 +286,9 @@ impl<T> Producer<T> {
         // Release: the item is written before the consumer can see its stamp.
         slot.stamp.store(next, Ordering::Release);
         self.tail = next;
+        // Release: a consumer's `len` (acquire) that counts this item also sees it
+        // written. (The last half's drop reads `tail` after the `Arc`'s own release and
+        // acquire, which order every store of both halves.)
         self.shared.tail.store(next, Ordering::Release);
         Ok(())
     }

@@ -16,6 +16,7 @@ use loom::thread;
 /// The single-item calls both rings have, so that one model body checks both.
 trait Tx<T>: Send + 'static {
     fn push(&mut self, v: T) -> Result<(), T>;
+    fn abandoned(&self) -> bool;
 }
 
 /// The consumer side of [`Tx`].
@@ -28,6 +29,9 @@ trait Rx<T>: Send + 'static {
 impl<T: Send + 'static> Tx<T> for handoff_spsc::Producer<T> {
     fn push(&mut self, v: T) -> Result<(), T> {
         self.try_push(v).map_err(|e| e.into_inner())
+    }
+    fn abandoned(&self) -> bool {
+        self.is_abandoned()
     }
 }
 
@@ -46,6 +50,9 @@ impl<T: Send + 'static> Rx<T> for handoff_spsc::Consumer<T> {
 impl<T: Send + 'static> Tx<T> for handoff_spsc::stamped::Producer<T> {
     fn push(&mut self, v: T) -> Result<(), T> {
         self.try_push(v).map_err(|e| e.into_inner())
+    }
+    fn abandoned(&self) -> bool {
+        self.is_abandoned()
     }
 }
 
@@ -278,6 +285,102 @@ fn abandonment_is_seen_and_items_pushed_before_are_not_lost_in<P: Tx<u32>, C: Rx
     });
 }
 
+/// The consumer leaves while the producer still pushes (issue 47): on a one-slot ring
+/// the consumer pops an item and is dropped; the producer keeps pushing into the slot
+/// that pop freed until it sees the consumer gone. The producer's write into that slot
+/// must happen after the consumer's read of it (loom's shadow cells report a race
+/// otherwise), whichever of the consumer's `head` stores the producer's load reads,
+/// and each value is dropped exactly once (popped, refused, or left in the ring).
+/// `pop` takes the item: through `try_pop`, or a read chunk that is forgotten, so that
+/// the consumer's drop is the only store that publishes the freed slot.
+fn consumer_leaves_while_producer_pushes_in<P: Tx<Counted>, C: Rx<Counted>>(
+    make: fn(usize) -> (P, C),
+    pop: fn(&mut C) -> Option<Counted>,
+) {
+    loom::model(move || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (mut tx, mut rx) = make(1);
+        let d = drops.clone();
+        let p = thread::spawn(move || {
+            let mut offered = 0;
+            'items: for _ in 0..3 {
+                let mut v = Counted(d.clone());
+                offered += 1;
+                loop {
+                    match tx.push(v) {
+                        Ok(()) => break,
+                        Err(back) if tx.abandoned() => {
+                            drop(back);
+                            break 'items;
+                        }
+                        Err(back) => {
+                            v = back;
+                            thread::yield_now();
+                        }
+                    }
+                }
+            }
+            offered
+        });
+        loop {
+            if let Some(v) = pop(&mut rx) {
+                drop(v);
+                break;
+            }
+            thread::yield_now();
+        }
+        drop(rx);
+        let offered = p.join().unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), offered);
+    });
+}
+
+/// The reverse: the producer pushes three items through a one-slot ring and leaves
+/// while the consumer pops; the consumer drains until it sees the producer gone and
+/// the ring empty, and gets every item once, in order.
+fn producer_leaves_while_consumer_pops_in<P: Tx<u32>, C: Rx<u32>>(make: fn(usize) -> (P, C)) {
+    loom::model(move || {
+        let (mut tx, mut rx) = make(1);
+        let p = thread::spawn(move || {
+            for i in 0..3 {
+                push_spin(&mut tx, i);
+            }
+        });
+        let mut got = Vec::new();
+        loop {
+            // Abandonment first: items pushed before the producer left are visible.
+            let gone = rx.abandoned();
+            match rx.pop() {
+                Some(v) => got.push(v),
+                None if gone => break,
+                None => thread::yield_now(),
+            }
+        }
+        assert_eq!(got, [0, 1, 2]);
+        p.join().unwrap();
+    });
+}
+
+#[test]
+fn consumer_leaves_while_producer_pushes() {
+    consumer_leaves_while_producer_pushes_in(channel::<Counted>, |rx| rx.try_pop());
+}
+
+#[test]
+fn consumer_leaves_after_a_forgotten_read_chunk_while_producer_pushes() {
+    consumer_leaves_while_producer_pushes_in(channel::<Counted>, |rx| {
+        let mut chunk = rx.read_chunk(1);
+        let v = chunk.next();
+        std::mem::forget(chunk);
+        v
+    });
+}
+
+#[test]
+fn producer_leaves_while_consumer_pops() {
+    producer_leaves_while_consumer_pops_in(channel::<u32>);
+}
+
 #[test]
 fn leftovers_are_dropped_once_whichever_handle_goes_last() {
     leftovers_are_dropped_once_in(channel::<Counted>);
@@ -396,5 +499,17 @@ mod stamped {
     #[test]
     fn abandonment_is_seen_and_items_pushed_before_are_not_lost() {
         super::abandonment_is_seen_and_items_pushed_before_are_not_lost_in(channel::<u32>);
+    }
+
+    #[test]
+    fn consumer_leaves_while_producer_pushes() {
+        super::consumer_leaves_while_producer_pushes_in(channel::<super::Counted>, |rx| {
+            rx.try_pop()
+        });
+    }
+
+    #[test]
+    fn producer_leaves_while_consumer_pops() {
+        super::producer_leaves_while_consumer_pops_in(channel::<u32>);
     }
 }
