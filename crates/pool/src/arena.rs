@@ -468,6 +468,8 @@ impl<T> Drop for RetireFromArena<T> {
     fn drop(&mut self) {
         // SAFETY: the object is still counted, so the shared state is alive.
         let shared = unsafe { self.shared.as_ref() };
+        // Release: the object's drop happens before the allocating side's acquire load
+        // of `retired`, after which it may hand the arena's memory out again.
         shared.counters[self.arena]
             .retired
             .fetch_add(1, Ordering::Release);

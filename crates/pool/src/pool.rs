@@ -267,6 +267,7 @@ impl<T, P: Policy> Pool<T, P> {
     #[cold]
     #[inline(never)]
     fn count_exhausted(&self) {
+        // Relaxed: a count for statistics; nothing is published through it.
         self.exhausted.fetch_add(1, Ordering::Relaxed);
     }
 

@@ -146,6 +146,8 @@ impl Teardown {
     /// A handle leaves, having handed out (or taken back) `count` objects in all.
     /// Returns whether the caller must now free the shared state.
     pub(crate) fn leave(&self, side: Side, count: usize) -> bool {
+        // Relaxed: the release half of the decrement below publishes it to the handle
+        // that leaves last, which reads it after its acquire half.
         match side {
             Side::Allocating => self.handed_out.store(count, Ordering::Relaxed),
             Side::Releasing => self.taken_back.store(count, Ordering::Relaxed),
@@ -158,6 +160,8 @@ impl Teardown {
             .handed_out
             .load(Ordering::Relaxed)
             .wrapping_sub(self.taken_back.load(Ordering::Relaxed)) as isize;
+        // AcqRel, as in `retire`: whoever brings `pending` to zero frees the shared
+        // state, so it must see every other object's release (and ours) before it.
         let before = self.pending.fetch_add(live, Ordering::AcqRel);
         before.wrapping_add(live) == 0
     }
@@ -165,6 +169,8 @@ impl Teardown {
     /// An object was dropped without its releasing handle. Returns whether the caller
     /// must now free the shared state (it was the last object after both handles left).
     pub(crate) fn retire(&self) -> bool {
+        // AcqRel: release, so the object's accesses happen before the free of the
+        // shared state by whoever brings the count to zero; acquire, in case that is us.
         self.pending.fetch_sub(1, Ordering::AcqRel) == 1
     }
 }

@@ -150,6 +150,11 @@ impl<T> LockFreeStore<T> {
             // May be stale (another thread took `top` since): then `head` has
             // changed, its generation with it, and the swap fails.
             let next = self.link(top).load(Ordering::Relaxed);
+            // Acquire on success: the releasing thread's last accesses to the slot (and
+            // its link store) happen before ours; a successful swap continues the
+            // release sequence of the `put` it read from, so later takers synchronise
+            // with that `put` too. Acquire on failure: `now` becomes the next `head`
+            // we read links from.
             match self.head.compare_exchange_weak(
                 head,
                 pack((head >> 32).wrapping_add(1), next),
@@ -181,7 +186,11 @@ impl<T> LockFreeStore<T> {
         let mut head = self.head.load(Ordering::Relaxed);
         let backoff = crossbeam_utils::Backoff::new();
         loop {
+            // Relaxed: the swap below releases it with the chain.
             self.link(last).store(head as u32, Ordering::Relaxed);
+            // Release on success: our accesses to the chain's slots and its links happen
+            // before the acquire of whoever takes them. Relaxed on failure: we only
+            // retry with the new head, reading nothing through it.
             match self.head.compare_exchange_weak(
                 head,
                 pack((head >> 32).wrapping_add(1), first),
@@ -209,6 +218,8 @@ impl<T> LockFreeStore<T> {
             return None;
         }
         loop {
+            // A flag used as a lock: acquire when taken, release when given back, so
+            // one grower's `owned` and `total` happen before the next one's.
             if self
                 .growing
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -238,9 +249,14 @@ impl<T> LockFreeStore<T> {
         let owned = unsafe { &mut *self.owned.get() };
         let b = owned.len();
         let links = Links::chain(total, n);
+        // Release: the block's memory and links are initialised before any thread that
+        // acquire-loads these entries (`slot`, `link`) uses them. (Such a thread also
+        // learnt of the slot through `head`, released by `put` below.)
         self.values[b].store(slab.base().as_ptr(), Ordering::Release);
         self.links[b].store(links.first(), Ordering::Release);
         owned.push((slab, links));
+        // Relaxed: read by the next grower under `growing` (which orders it) and by
+        // `capacity`, a figure for statistics.
         self.total.store(total + n, Ordering::Relaxed);
         // The caller gets the first slot; the rest go on the stack as one chain.
         if n > 1 {
@@ -266,6 +282,7 @@ unsafe impl<T> Store<T> for LockFreeStore<T> {
             core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut()));
         let link_table: [AtomicPtr<AtomicU32>; BLOCKS] =
             core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut()));
+        // Relaxed: the store is not shared yet; whatever shares it later orders this.
         values[0].store(slab.base().as_ptr(), Ordering::Relaxed);
         link_table[0].store(links.first(), Ordering::Relaxed);
         let owned = alloc::vec![(slab, links)];

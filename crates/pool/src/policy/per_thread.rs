@@ -20,12 +20,28 @@
 //! A store registers itself when it is made and withdraws when it is dropped; the
 //! exiting thread looks its stores up in that registry under its lock, so an exit and
 //! a drop of the same store never overlap.
+//!
+//! **Fork.** A forked child has only the thread that called `fork`, and a lock another
+//! thread of the parent held at that moment would stay held there for ever: the
+//! child's exit (which runs the forking thread's guard), a new pool, a new thread or a
+//! depot exchange would wait on it. So, as glibc's malloc and handoff-alloc do, the
+//! first store registers `pthread_atfork` handlers: before a fork the forking thread
+//! takes the registry's lock, the lock of every registered store's depot
+//! ([`ForkLock`]) and the numbers' lock, in the order every other path takes them
+//! (registry, then a depot, then the numbers; no path takes them the other way), so
+//! no other thread is inside any of them; after the fork the parent and the child
+//! each release them. The child then uses the pools it inherited as its parent's
+//! forking thread did (its magazines included) and makes new ones and new threads;
+//! the slots in the magazines of the parent's other threads stay there, unused (those
+//! threads do not exist in the child), as memory their threads' stacks held does. A
+//! fork costs one lock per live `ThreadCached` store.
 
-use core::cell::{Cell, RefCell};
+use core::cell::{Cell, RefCell, UnsafeCell};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::{MutexGuard, PoisonError};
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -86,27 +102,101 @@ pub(crate) type Flush = unsafe fn(*const (), *const ());
 struct Registered {
     store: *const (),
     flush: Flush,
+    /// The store's depot lock, which the fork handlers hold across a fork.
+    lock: *const ForkLock,
 }
 
-// SAFETY: the pointer is only used under the registry's lock, by `flush`, whose
+// SAFETY: the pointers are only used under the registry's lock, by `flush`, whose
 // store is `Sync` (what it reaches is behind the store's own lock, or the calling
-// thread's own entry).
+// thread's own entry), and by the fork handlers (`ForkLock`'s own contract).
 unsafe impl Send for Registered {}
+
+/// A store's depot lock: a `std::sync::Mutex<()>` whose guard the fork handlers can
+/// keep from before a fork until after it, in the parent and in the child. (Not a
+/// `Mutex<Depot<T>>`: a guard kept here cannot name `T`, which need not be `'static`.)
+pub(crate) struct ForkLock {
+    mutex: Mutex<()>,
+    /// The guard `fork::prepare` took, until `fork::release` drops it. Touched only by the fork
+    /// handlers, on the forking thread, while it holds the registry's lock.
+    held: UnsafeCell<Option<MutexGuard<'static, ()>>>,
+}
+
+// SAFETY: `mutex` is a `Mutex`; `held` is touched only by the fork handlers, which
+// run one fork at a time (each holds the registry's lock from `prepare` to `release`)
+// on the forking thread, which takes and drops the guard it holds.
+unsafe impl Sync for ForkLock {}
+
+impl ForkLock {
+    pub(crate) const fn new() -> Self {
+        ForkLock {
+            mutex: Mutex::new(()),
+            held: UnsafeCell::new(None),
+        }
+    }
+
+    /// Takes the lock. Its critical sections run no user code, so a poisoned lock (a
+    /// panic while it was held, impossible short of an allocation failure, which
+    /// aborts) is taken as it is.
+    #[inline]
+    pub(crate) fn lock(&self) -> MutexGuard<'_, ()> {
+        self.mutex.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the lock for a fork and keeps the guard in `held`.
+    #[cfg(unix)]
+    ///
+    /// # Safety
+    /// Called by `fork::prepare` only, with the registry's lock held and `self` the lock of
+    /// a registered store; [`release`] drops the guard before that lock is released.
+    unsafe fn hold(&self) {
+        // SAFETY: the store this lock belongs to stays registered, so alive, until the
+        // registry's lock is released (dropping a store unregisters it first, which
+        // waits for that lock), and `release` drops the guard before that: the
+        // reference outlives every use of the guard made from it.
+        let mutex: &'static Mutex<()> = unsafe { &*ptr::addr_of!(self.mutex) };
+        let guard = mutex.lock().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: only the fork handlers touch `held`, one fork at a time (the caller's
+        // contract).
+        unsafe { *self.held.get() = Some(guard) };
+    }
+
+    /// Drops the guard [`hold`](Self::hold) kept.
+    #[cfg(unix)]
+    ///
+    /// # Safety
+    /// Called by `fork::release` only, on the thread that forked, for a lock `prepare` held.
+    unsafe fn release(&self) {
+        // SAFETY: as in `hold`.
+        drop(unsafe { (*self.held.get()).take() });
+    }
+}
 
 /// The live stores, by key.
 static REGISTRY: Mutex<BTreeMap<u64, Registered>> = Mutex::new(BTreeMap::new());
 static NEXT_KEY: AtomicU64 = AtomicU64::new(0);
 
 /// Registers a store: until [`unregister`], an exiting thread with an entry in it calls
-/// `flush(store, entry)`. Returns the store's key.
+/// `flush(store, entry)`, and a fork holds `depot_lock` across it. Returns the store's
+/// key.
 ///
 /// # Safety
-/// `store` stays valid for `flush` until [`unregister`] returns, and `flush` is sound
-/// to call with it and with any entry the store passed to [`remember`] on the exiting
-/// thread.
-pub(crate) unsafe fn register(store: *const (), flush: Flush) -> u64 {
+/// `store` and `depot_lock` stay valid until [`unregister`] returns, and `flush` is
+/// sound to call with `store` and with any entry the store passed to [`remember`] on
+/// the exiting thread.
+pub(crate) unsafe fn register(store: *const (), flush: Flush, depot_lock: *const ForkLock) -> u64 {
+    // Before this thread or any other can take one of the locks a fork must hold:
+    // every path to them (`assign`, `remember`, a depot) starts from a store.
+    fork::install();
+    // Relaxed: only a unique number is needed, which the RMW's order alone gives.
     let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
-    lock(&REGISTRY).insert(key, Registered { store, flush });
+    lock(&REGISTRY).insert(
+        key,
+        Registered {
+            store,
+            flush,
+            lock: depot_lock,
+        },
+    );
     key
 }
 
@@ -218,6 +308,186 @@ pub(crate) fn remember(key: u64, entry: *const ()) {
     );
 }
 
+#[cfg(unix)]
+mod fork {
+    use core::cell::UnsafeCell;
+    use core::sync::atomic::{AtomicBool, Ordering};
+    use std::collections::BTreeMap;
+    use std::sync::{MutexGuard, PoisonError};
+
+    use super::{Numbers, Registered, NUMBERS, REGISTRY};
+
+    /// The locks a fork holds, between [`prepare`] and [`release`].
+    struct ForkHeld {
+        registry: Option<MutexGuard<'static, BTreeMap<u64, Registered>>>,
+        numbers: Option<MutexGuard<'static, Numbers>>,
+    }
+
+    struct HeldCell(UnsafeCell<ForkHeld>);
+
+    // SAFETY: touched only by the fork handlers, which run one fork at a time (each holds
+    // the registry's lock from `prepare` to `release`), on the forking thread.
+    unsafe impl Sync for HeldCell {}
+
+    static HELD: HeldCell = HeldCell(UnsafeCell::new(ForkHeld {
+        registry: None,
+        numbers: None,
+    }));
+
+    /// Before a fork: takes the registry's lock, every registered store's depot lock and
+    /// the numbers' lock, in that order (the order of every other path), so that no
+    /// other thread is inside one of them when the child is made. Runs no user code,
+    /// allocates nothing, never unwinds.
+    pub(super) fn prepare() {
+        let registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+        for r in registry.values() {
+            // SAFETY: we hold the registry's lock, and `r.lock` is a registered store's
+            // lock (`register`'s contract keeps it valid while registered); `release`
+            // drops the guard before the registry's lock.
+            unsafe { (*r.lock).hold() };
+        }
+        let numbers = NUMBERS.lock().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: only the fork handlers touch `HELD`, and we hold the registry's lock.
+        unsafe {
+            *HELD.0.get() = ForkHeld {
+                registry: Some(registry),
+                numbers: Some(numbers),
+            }
+        };
+    }
+
+    /// After a fork, in the parent and in the child: releases what [`prepare`] took, in
+    /// the reverse order. (In the child the forking thread is the only thread and the
+    /// locks' owner; no thread there waits on them.)
+    pub(super) fn release() {
+        // SAFETY: `prepare` filled `HELD` on this thread just before the fork, and we
+        // still hold the registry's lock through it.
+        let held = unsafe {
+            core::mem::replace(
+                &mut *HELD.0.get(),
+                ForkHeld {
+                    registry: None,
+                    numbers: None,
+                },
+            )
+        };
+        drop(held.numbers);
+        if let Some(registry) = held.registry {
+            for r in registry.values() {
+                // SAFETY: `prepare` held this lock, with the registry unchanged since.
+                unsafe { (*r.lock).release() };
+            }
+            drop(registry);
+        }
+    }
+
+    struct Once(UnsafeCell<libc::pthread_once_t>);
+
+    // SAFETY: the control word is only handed to `pthread_once`, which synchronises
+    // every access to it.
+    unsafe impl Sync for Once {}
+
+    static ONCE: Once = Once(UnsafeCell::new(libc::PTHREAD_ONCE_INIT));
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+    /// Registers the fork handlers unless that is done (`pthread_once`, which glibc
+    /// keeps safe against a fork during the registration itself).
+    #[inline]
+    pub(super) fn install() {
+        // Miri has neither `fork` nor `pthread_atfork`; the handlers' bodies run there
+        // in the unit test below, called directly.
+        if cfg!(miri) {
+            return;
+        }
+        if !INSTALLED.load(Ordering::Acquire) {
+            // SAFETY: `ONCE` is a valid control word that lives for ever; `handlers`
+            // takes no argument.
+            unsafe { libc::pthread_once(ONCE.0.get(), handlers) };
+        }
+    }
+
+    extern "C" fn handlers() {
+        // SAFETY: the three handlers are `extern "C"` functions that live for ever,
+        // allocate nothing and never unwind (a panic in one would abort). If the
+        // system cannot register them (out of memory), a fork is what it was before.
+        unsafe {
+            libc::pthread_atfork(
+                Some(prepare_handler),
+                Some(release_handler),
+                Some(release_handler),
+            )
+        };
+        // Release (with `install`'s acquire): a thread that sees `true` skips
+        // `pthread_once` and still finds the handlers registered before it goes on.
+        INSTALLED.store(true, Ordering::Release);
+    }
+
+    extern "C" fn prepare_handler() {
+        prepare();
+    }
+
+    extern "C" fn release_handler() {
+        release();
+    }
+}
+
+#[cfg(all(test, unix))]
+mod fork_tests {
+    use super::fork::{prepare, release};
+    use crate::policy::ThreadCached;
+    use crate::{Capacity, Pool, PoolConfig};
+    use alloc::string::{String, ToString};
+    use alloc::vec::Vec;
+
+    /// The fork handlers' bodies, called directly (as `fork` would, on this thread):
+    /// between them every live store's depot is locked (a pool of another thread
+    /// cannot exchange a magazine, and a thread cannot get a number), and after them
+    /// everything works again. Under Miri this also checks the guards they keep.
+    #[test]
+    fn the_fork_handlers_hold_every_depot_and_release_it() {
+        let config = PoolConfig {
+            magazine: 1,
+            ..PoolConfig::new(Capacity::Fixed(4))
+        };
+        let a = Pool::<u64, ThreadCached>::with_config(config).unwrap();
+        let b = Pool::<String, ThreadCached>::with_config(config).unwrap();
+        drop(a.try_alloc(1).unwrap());
+        prepare();
+        let blocked = std::thread::scope(|s| {
+            let t = s.spawn(|| {
+                // A new thread needs a number (the numbers' lock) and then a depot:
+                // both are held, so it must wait until `release`.
+                let x = b.try_alloc("x".to_string()).unwrap();
+                drop(x);
+                std::time::Instant::now()
+            });
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let released_at = std::time::Instant::now();
+            release();
+            t.join().unwrap() >= released_at
+        });
+        assert!(
+            blocked,
+            "a depot or the numbers were free while a fork held them"
+        );
+        // Released: this thread exchanges magazines with both depots again.
+        let all: Vec<_> = (0..4).map(|i| a.try_alloc(i).unwrap()).collect();
+        assert_eq!(all.iter().map(|o| **o).sum::<u64>(), 6);
+        drop(all);
+        a.flush();
+        // A second fork after the first.
+        prepare();
+        release();
+        drop(b.try_alloc("y".to_string()).unwrap());
+    }
+}
+
+/// No `fork` without Unix: nothing to install.
+#[cfg(not(unix))]
+mod fork {
+    pub(super) fn install() {}
+}
+
 /// One entry per thread number: buckets of `2^b` entries, made on first use.
 pub(crate) struct Table<E> {
     buckets: [AtomicPtr<E>; BUCKETS],
@@ -254,6 +524,9 @@ impl<E> Table<E> {
         let b = slot.bucket as usize;
         let fresh: Box<[E]> = (0..1usize << b).map(|_| new()).collect();
         let fresh = Box::into_raw(fresh).cast::<E>();
+        // Release on success: the bucket's entries are initialised before any thread's
+        // acquire load in `get` sees it. Acquire on failure (and in the success's
+        // AcqRel, for the `get` below): the winner's entries are visible to us.
         if self.buckets[b]
             .compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire)
             .is_err()

@@ -33,7 +33,8 @@ use super::blocks::Blocks;
 use super::per_thread::{self, Table};
 use super::Store;
 use crate::slab::SlotPtr;
-use crate::sync::{lock, Mutex};
+#[cfg(loom)]
+use crate::sync::Mutex;
 use crate::{ConfigError, PoolConfig};
 
 /// Whole magazines, exchanged under the lock.
@@ -83,18 +84,67 @@ impl<T> Depot<T> {
     }
 }
 
+/// The depot's lock: one the fork handlers hold across a fork (see
+/// [`per_thread`](super::per_thread)); loom's mutex under loom.
+#[cfg(not(loom))]
+type DepotLock = per_thread::ForkLock;
+#[cfg(loom)]
+type DepotLock = Mutex<()>;
+
+/// The depot, borrowed under its lock.
+struct DepotGuard<'a, T> {
+    depot: &'a mut Depot<T>,
+    _held: LockGuard<'a>,
+}
+
+#[cfg(not(loom))]
+type LockGuard<'a> = std::sync::MutexGuard<'a, ()>;
+#[cfg(loom)]
+type LockGuard<'a> = loom::sync::MutexGuard<'a, ()>;
+
+impl<T> core::ops::Deref for DepotGuard<'_, T> {
+    type Target = Depot<T>;
+    fn deref(&self) -> &Depot<T> {
+        self.depot
+    }
+}
+
+impl<T> core::ops::DerefMut for DepotGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut Depot<T> {
+        self.depot
+    }
+}
+
 /// What the depot shares with exiting threads: it lives in a box of its own, so it
 /// stays where it is when the pool moves.
 struct Shared<T> {
-    depot: Mutex<Depot<T>>,
+    /// Guards `depot`. A lock of its own, not a `Mutex<Depot<T>>`: a fork handler
+    /// keeps its guard across a fork, where it cannot name `T`.
+    lock: DepotLock,
+    depot: core::cell::UnsafeCell<Depot<T>>,
     magazine: usize,
 }
 
 impl<T> Shared<T> {
+    /// The depot, under its lock.
+    #[inline]
+    fn depot(&self) -> DepotGuard<'_, T> {
+        #[cfg(not(loom))]
+        let held = self.lock.lock();
+        #[cfg(loom)]
+        let held = self.lock.lock().unwrap();
+        DepotGuard {
+            // SAFETY: `lock` guards `depot`, and we hold it for as long as the borrow
+            // lives (the guard owns both); nothing else reaches the depot.
+            depot: unsafe { &mut *self.depot.get() },
+            _held: held,
+        }
+    }
+
     /// One free slot straight from the depot (for a thread that has exited).
     #[cfg(not(loom))]
     fn pop_one(&self) -> Option<NonNull<T>> {
-        let mut depot = lock(&self.depot);
+        let mut depot = self.depot();
         let mut m = depot.take_full(self.magazine)?;
         let slot = m.pop();
         if m.is_empty() {
@@ -108,7 +158,7 @@ impl<T> Shared<T> {
     /// One slot straight back to the depot (for a thread that has exited).
     #[cfg(not(loom))]
     fn push_one(&self, slot: NonNull<T>) {
-        let mut depot = lock(&self.depot);
+        let mut depot = self.depot();
         match depot.full.last_mut() {
             Some(m) if m.len() < self.magazine => m.push(SlotPtr(slot)),
             _ => {
@@ -177,7 +227,7 @@ impl<T> Mags<T> {
     #[inline(never)]
     fn refill(&mut self, shared: &Shared<T>) -> Option<NonNull<T>> {
         if self.prev.is_empty() {
-            let mut depot = lock(&shared.depot);
+            let mut depot = shared.depot();
             let full = depot.take_full(shared.magazine)?;
             let empty = mem::replace(&mut self.prev, full);
             depot.keep_empty(empty, shared.magazine);
@@ -199,7 +249,7 @@ impl<T> Mags<T> {
     #[inline(never)]
     fn spill(&mut self, slot: NonNull<T>, shared: &Shared<T>) {
         if !self.prev.is_empty() {
-            let mut depot = lock(&shared.depot);
+            let mut depot = shared.depot();
             let fresh = depot
                 .empty
                 .pop()
@@ -213,7 +263,7 @@ impl<T> Mags<T> {
 
     /// Hands both magazines' slots to the depot.
     fn flush(&mut self, shared: &Shared<T>) {
-        let mut depot = lock(&shared.depot);
+        let mut depot = shared.depot();
         for m in [&mut self.loaded, &mut self.prev] {
             if !m.is_empty() {
                 let spare = depot
@@ -231,7 +281,7 @@ impl<T> Mags<T> {
     fn retire(self, shared: &Shared<T>) {
         let mut empties = Vec::new();
         {
-            let mut depot = lock(&shared.depot);
+            let mut depot = shared.depot();
             for m in [self.loaded, self.prev] {
                 if m.is_empty() {
                     empties.push(m);
@@ -342,7 +392,7 @@ impl<T> CachedStore<T> {
 
     /// Magazines waiting in the depot.
     pub(crate) fn depot_len(&self) -> usize {
-        lock(&self.shared().depot).full.len()
+        self.shared().depot().full.len()
     }
 }
 
@@ -379,7 +429,11 @@ unsafe impl<T> Store<T> for CachedStore<T> {
         };
         depot.cut(0, magazine);
         let shared = NonNull::from(Box::leak(Box::new(Shared {
-            depot: Mutex::new(depot),
+            #[cfg(not(loom))]
+            lock: DepotLock::new(),
+            #[cfg(loom)]
+            lock: DepotLock::new(()),
+            depot: core::cell::UnsafeCell::new(depot),
             magazine,
         })));
         #[cfg(not(loom))]
@@ -387,7 +441,13 @@ unsafe impl<T> Store<T> for CachedStore<T> {
             // SAFETY: the box stays where it is until the store is dropped, which
             // unregisters first; `retire_entry::<T>` is called with it and with this
             // store's entries only (`make_mags` remembers them under this key).
-            unsafe { per_thread::register(shared.as_ptr().cast_const().cast(), retire_entry::<T>) }
+            unsafe {
+                per_thread::register(
+                    shared.as_ptr().cast_const().cast(),
+                    retire_entry::<T>,
+                    &raw const (*shared.as_ptr()).lock,
+                )
+            }
         };
         Ok(CachedStore {
             #[cfg(not(loom))]
@@ -422,7 +482,7 @@ unsafe impl<T> Store<T> for CachedStore<T> {
     }
 
     fn capacity(&self) -> usize {
-        lock(&self.shared().depot).blocks.total()
+        self.shared().depot().blocks.total()
     }
 }
 
