@@ -33,6 +33,9 @@ pub(crate) const TRIM_MIN: usize = 64 << 10;
 /// header's start word is what `malloc` returned.
 const FROM_LIBC: usize = 1 << (usize::BITS - 1);
 
+// The counters below are figures for `stats()`, updated with relaxed read-modify-writes
+// everywhere: nothing is published through them, and no memory is reached by reading
+// one (each RMW alone keeps its count exact).
 pub(crate) static LIVE_BLOCKS: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
 pub(crate) static MAPPED_BYTES: AtomicU64 = AtomicU64::new(0);

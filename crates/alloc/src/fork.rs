@@ -49,6 +49,8 @@ extern "C" fn register_handlers() {
     // neither unwind nor allocate. If the system cannot register them (out of memory),
     // forks are as unsafe as they were before this module; nothing else changes.
     unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    // Release (with `register`'s acquire): a thread that sees `true` skips
+    // `pthread_once` and still finds the handlers registered before it goes on.
     REGISTERED.store(true, Ordering::Release);
 }
 

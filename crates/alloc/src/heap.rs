@@ -8,6 +8,7 @@
 //! the shared heap, behind a lock, for threads that found no free heap or that
 //! allocate while their thread-local storage is being torn down.
 
+use crate::arena_word::ArenaWord;
 use crate::class::{
     class_size, first_block, Geometry, CLASS_BITS, DEPOT_CHUNK, DEPOT_ENTRY, DEPOT_TABLES,
     GEOMETRIES, HEAPS, MAX_SMALL, NUM_CLASSES,
@@ -52,35 +53,38 @@ static ARENA_STATE: AtomicU8 = AtomicU8::new(UNINIT);
 static ARENA_LOCK: Lock = Lock::new();
 /// The arena's first byte (the pointer every block is derived from).
 static ARENA: AtomicPtr<u8> = AtomicPtr::new(ptr::null_mut());
-/// The arena's address, for decoding. Until the arena exists (or when it could not be
-/// reserved) it is a value no user address minus it falls inside the arena.
-static ARENA_ADDR: AtomicUsize = AtomicUsize::new(1 << 63);
-/// Which of [`GEOMETRIES`] the arena has (0, the full one, until it is reserved). Set
-/// before the arena is published as ready; read only by threads that reached the arena
-/// through that publication.
-static GEO: AtomicUsize = AtomicUsize::new(0);
+/// The arena's address and shape (which of [`GEOMETRIES`]), for decoding, as one
+/// word: a load never pairs one arena's base with another's shape. Until the arena
+/// exists (or when it could not be reserved) the base is one that no user address minus
+/// it falls inside any arena, and the shape the full one's.
+static ARENA_WORD: ArenaWord = ArenaWord::new();
+// The shape's index fits the word's low bits (`ArenaWord::publish` checks it too).
+const _: () = assert!(GEOMETRIES.len() <= 16);
 
-/// The offset of `p` from the arena base; inside the arena when `decode` says so.
+/// Where `p` lies: the arena's shape and `p`'s offset from its base, from one load of
+/// the arena's word. Inside the arena when the shape's `decode` of the offset says so.
 #[inline(always)]
-pub(crate) fn arena_offset(p: *mut u8) -> usize {
-    p.addr().wrapping_sub(ARENA_ADDR.load(Ordering::Relaxed))
+pub(crate) fn locate(p: *mut u8) -> (Geometry, usize) {
+    let (base, g) = ARENA_WORD.load();
+    (GEOMETRIES[g], p.addr().wrapping_sub(base))
+}
+
+/// The owner and class of `p` when it lies in the arena (one load of the arena's word).
+#[inline(always)]
+pub(crate) fn decode(p: *mut u8) -> Option<(usize, usize)> {
+    let (geo, offset) = locate(p);
+    geo.decode(offset)
 }
 
 /// The arena's shape.
 #[inline(always)]
 pub(crate) fn geometry() -> Geometry {
-    GEOMETRIES[GEO.load(Ordering::Relaxed)]
+    GEOMETRIES[geometry_index()]
 }
 
 /// Which of [`GEOMETRIES`] the arena has.
 pub(crate) fn geometry_index() -> usize {
-    GEO.load(Ordering::Relaxed)
-}
-
-/// Whether the arena is the full one, whose layout the free fast path assumes.
-#[inline(always)]
-fn full_arena() -> bool {
-    GEO.load(Ordering::Relaxed) == 0
+    ARENA_WORD.load().1
 }
 
 /// The arena, reserved on first use; `None` if the system refused every reservation
@@ -143,12 +147,15 @@ fn reserve_arena() -> Option<*mut u8> {
         if base.is_null() {
             continue;
         }
-        GEO.store(g, Ordering::Relaxed);
+        // Relaxed: the ready state's release store below publishes both to every
+        // thread that uses the arena (it loads the state with acquire first).
         ARENA.store(base, Ordering::Relaxed);
-        ARENA_ADDR.store(base.addr(), Ordering::Relaxed);
+        ARENA_WORD.publish(base.addr(), g);
         ARENA_STATE.store(READY, Ordering::Release);
         return Some(base);
     }
+    // Release, as for READY: a thread that sees FAILED (acquire) stops trying and
+    // serves small requests elsewhere; nothing else is published with it.
     ARENA_STATE.store(FAILED, Ordering::Release);
     None
 }
@@ -197,6 +204,7 @@ impl Mag {
         }
         // SAFETY: the owner alone touches the slots; slot n - 1 holds a free block.
         let p = unsafe { (*self.slots.get())[n - 1] };
+        // Relaxed: only the owner uses the count; statistics read it as a figure.
         self.count.store(n as u32 - 1, Ordering::Relaxed);
         p
     }
@@ -213,6 +221,7 @@ impl Mag {
         }
         // SAFETY: the owner alone touches the slots.
         unsafe { (*self.slots.get())[n] = p };
+        // Relaxed: as in `pop`.
         self.count.store(n as u32 + 1, Ordering::Relaxed);
         true
     }
@@ -282,13 +291,14 @@ impl Bin {
     }
 }
 
-/// Adds `n` to a counter only its owner writes: a plain load and store.
+/// Adds `n` to a counter only its owner writes: a plain load and store (relaxed:
+/// other threads read it only as a figure for statistics, and reach nothing through it).
 #[inline(always)]
 pub(crate) fn add(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
-/// Subtracts `n` from a counter only its owner writes.
+/// Subtracts `n` from a counter only its owner writes (relaxed, as in [`add`]).
 #[inline(always)]
 fn sub(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_sub(n), Ordering::Relaxed);
@@ -453,6 +463,7 @@ impl Heap {
             }
             slots.copy_within(half..n, 0);
         }
+        // Relaxed: as in `Mag::pop`.
         mag.count.store((n - half) as u32, Ordering::Relaxed);
         add(&bin.listed, half as u64);
         add(&bin.spills, 1);
@@ -528,7 +539,7 @@ impl Heap {
             if !inbox.is_null() {
                 let p = *inbox;
                 debug_assert_eq!(
-                    geometry().decode(arena_offset(p)).map(|(_, class)| class),
+                    decode(p).map(|(_, class)| class),
                     Some(c),
                     "a returned block came to the wrong class"
                 );
@@ -539,8 +550,6 @@ impl Heap {
                 return p;
             }
         }
-        // SAFETY: the caller owns the heap.
-        unsafe { self.reset_if_idle(c) };
         let want = MAG / 2;
         let mut got = 0u64;
         debug_assert_eq!(mag.count.load(Ordering::Relaxed), 0);
@@ -557,6 +566,7 @@ impl Heap {
                 for (k, slot) in slots[..take].iter_mut().enumerate() {
                     *slot = start.wrapping_add(depot.add(k).read() as usize);
                 }
+                // Relaxed: as in `Mag::pop`.
                 mag.count.store(take as u32, Ordering::Relaxed);
             }
             got = take as u64;
@@ -652,8 +662,14 @@ impl Heap {
     /// everything of a class, new blocks come in address order from memory already
     /// committed, not in the scattered order the frees left. True if it did.
     ///
+    /// Called only when the heap is given up ([`give_up`](Self::give_up)), with no
+    /// borrow of the class's depot, list or inbox alive. (`refill` called it too until
+    /// issue 47: there it could not fire, since the block its magazine last handed out
+    /// is in use or on its way back, and had it fired it would have written through
+    /// the `&mut` borrows `refill` holds and dropped a non-empty inbox.)
+    ///
     /// # Safety
-    /// The caller owns this heap.
+    /// The caller owns this heap and holds no reference into the class's bin.
     unsafe fn reset_if_idle(&self, c: usize) -> bool {
         let mag = &self.mags[c];
         let bin = &self.bins[c];
@@ -670,6 +686,7 @@ impl Heap {
             *bin.overflow.get() = ptr::null_mut();
             *bin.bump.get() = self.region_start(c).wrapping_add(first_block(c));
         }
+        // Relaxed: owner-only counts that statistics read as figures.
         mag.count.store(0, Ordering::Relaxed);
         bin.listed.store(0, Ordering::Relaxed);
         bin.carved.store(0, Ordering::Relaxed);
@@ -787,6 +804,9 @@ static ORPHANS: [[AtomicU64; HEAPS / 64]; NUM_CLASSES] =
 const _: () = assert!(HEAPS.is_multiple_of(64), "orphan masks are whole words");
 
 fn mark_orphan(h: usize, c: usize) {
+    // Relaxed: a hint. A thread that acts on it claims the heap with an acquire
+    // compare-and-swap (`try_take`) before it touches anything of it, and the blocks
+    // come to it through the remote stack's release and acquire.
     ORPHANS[c][h / 64].fetch_or(1 << (h % 64), Ordering::Relaxed);
 }
 
@@ -794,6 +814,7 @@ fn mark_orphan(h: usize, c: usize) {
 fn clear_orphan(h: usize) {
     for class in &ORPHANS {
         if class[h / 64].load(Ordering::Relaxed) & (1 << (h % 64)) != 0 {
+            // Relaxed: a hint, as in `mark_orphan`.
             class[h / 64].fetch_and(!(1 << (h % 64)), Ordering::Relaxed);
         }
     }
@@ -828,6 +849,8 @@ impl Heap {
 
     /// Takes heap `self` for the calling thread if nobody owns it; true if it did.
     fn try_take(&self) -> bool {
+        // Acquire: the heap's last owner gave it up with a store that releases
+        // (`give_up`), so its magazines, depots and lists are ours as it left them.
         if self.owned.load(Ordering::Relaxed)
             || self
                 .owned
@@ -836,6 +859,8 @@ impl Heap {
         {
             return false;
         }
+        // Relaxed: a count that only tells a waiting thread when to look again
+        // (`claim`); the claim itself is the compare-and-swap above.
         OWNED.fetch_add(1, Ordering::Relaxed);
         clear_orphan(self.index());
         true
@@ -861,6 +886,7 @@ impl Heap {
         }
         // SeqCst: see `note_remote`.
         self.owned.store(false, Ordering::SeqCst);
+        // Relaxed: as in `try_take`.
         OWNED.fetch_sub(1, Ordering::Relaxed);
         for c in 0..NUM_CLASSES {
             if holds & (1 << c) != 0 || !self.remote[c].is_empty() {
@@ -922,6 +948,7 @@ impl Heap {
                 if chain.is_null() {
                     continue;
                 }
+                // Relaxed: a figure for statistics.
                 BORROWS.fetch_add(1, Ordering::Relaxed);
                 // SAFETY: the caller owns this heap; the chain holds free blocks of
                 // class `c`, linked, that nobody else can reach now.
@@ -1005,8 +1032,11 @@ fn bind(l: &Local, h: &'static Heap) {
     l.heap.set(h);
     // The free fast path's one-comparison test assumes the full arena's layout; in a
     // smaller one every free takes the slow path, which decodes the address.
-    l.base.set(if full_arena() {
-        ARENA_ADDR.load(Ordering::Relaxed) + h.index() * HEAP_SPAN
+    // One load for both: this thread took a heap of the arena, so it reached the arena
+    // through its ready state (acquire) and sees the published word.
+    let (arena, g) = ARENA_WORD.load();
+    l.base.set(if g == 0 {
+        arena + h.index() * HEAP_SPAN
     } else {
         NO_BASE
     });
@@ -1041,6 +1071,7 @@ fn claim(l: &Local) -> Option<&'static Heap> {
         return None;
     }
     if let Some(h) = HEAP[1..geometry().heaps].iter().find(|h| h.try_take()) {
+        // Relaxed: a figure for statistics.
         h.owners.fetch_add(1, Ordering::Relaxed);
         bind(l, h);
         return Some(h);
@@ -1058,6 +1089,8 @@ static SHARED_LOCK: Lock = Lock::new();
 fn with_shared<R>(f: impl FnOnce(&Heap) -> R) -> R {
     let h = &HEAP[0];
     let _held = SHARED_LOCK.lock();
+    // Relaxed: the lock orders the shared heap; this flag is only a figure for
+    // statistics (nobody claims heap 0).
     h.owned.store(true, Ordering::Relaxed);
     let r = f(h);
     h.owned.store(false, Ordering::Relaxed);
@@ -1124,6 +1157,7 @@ pub(crate) unsafe fn free_small_slow(p: *mut u8, owner: usize, c: usize) {
         // SAFETY: the lock makes this thread heap 0's owner.
         None if owner == 0 => with_shared(|h| unsafe { h.free(c, p) }),
         None => {
+            // Relaxed: a figure for statistics.
             UNBATCHED_REMOTE[c].fetch_add(1, Ordering::Relaxed);
             // SAFETY: a one-block chain of `owner`'s that nobody uses.
             unsafe { HEAP[owner].remote[c].push_chain(p, p) };
@@ -1329,7 +1363,7 @@ mod tests {
                 );
                 for p in again {
                     // The blocks are still `a`'s: freed, they go back to it.
-                    assert_eq!(geometry().decode(arena_offset(p)), Some((a.index(), c)));
+                    assert_eq!(decode(p), Some((a.index(), c)));
                     // SAFETY: as above.
                     unsafe { a.remote[c].push_chain(p, p) };
                 }

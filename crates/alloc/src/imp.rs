@@ -2,7 +2,7 @@
 //! slow ones.
 
 use crate::class::{class_for, class_of, MAX_SMALL, REGION_BITS, TABLE_MAX};
-use crate::heap::{self, arena_offset, geometry, CLASS_SLOTS, LOCAL};
+use crate::heap::{self, CLASS_SLOTS, LOCAL};
 use crate::{big, HandoffAlloc};
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;
@@ -98,7 +98,7 @@ fn alloc_other(layout: Layout) -> (*mut u8, bool) {
 #[cold]
 #[inline(never)]
 unsafe fn free_slow(p: *mut u8) {
-    match geometry().decode(arena_offset(p)) {
+    match heap::decode(p) {
         // SAFETY: inside the arena, `p` is a block of heap `owner` in class `c` (the
         // arena's layout), and the caller is done with it.
         Some((owner, c)) => unsafe { heap::free_small_slow(p, owner, c) },
@@ -163,8 +163,8 @@ unsafe impl GlobalAlloc for HandoffAlloc {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let geo = geometry();
-        let off = arena_offset(ptr);
+        // One load of the arena's base and shape (`heap::locate`), so the two match.
+        let (geo, off) = heap::locate(ptr);
         match geo.decode(off) {
             Some((_, c)) if class_for(new_size, layout.align()) == Some(c) => return ptr,
             // A big block stays in place while it fits and is still big; a shrink gives

@@ -53,9 +53,9 @@
 //!   and they do not wait for that: a heap that runs out of a class, before it cuts new
 //!   memory, borrows up to 64 blocks of it that other threads returned to a heap nobody
 //!   owns (freed again, they go back to that heap).
-//!   A class whose blocks are all free when its thread exits (or when its magazine and
-//!   list run dry) starts over at its first block, so the next owner gets blocks
-//!   in address order from memory already committed, not in the order of the frees.
+//!   A class whose blocks are all free when its thread exits starts over at its first
+//!   block, so the next owner gets blocks in address order from memory already
+//!   committed, not in the order of the frees.
 //! - **Big blocks.** Above 256 KiB (or aligned beyond what a class gives), a block is a
 //!   page-granular mapping of its own with a 16-byte header. Freed mappings up to 1 MiB
 //!   are cached for reuse; bigger ones are unmapped, returning the memory to the system,
@@ -95,6 +95,8 @@
 
 #![warn(missing_docs)]
 
+#[doc(hidden)]
+pub mod arena_word;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod big;
 #[cfg(not(loom))]

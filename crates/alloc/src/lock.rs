@@ -31,6 +31,9 @@ impl Lock {
     /// Takes the lock, waiting as long as it takes.
     #[inline]
     pub(crate) fn lock(&self) -> Guard<'_> {
+        // Acquire when taken (here and in `lock_contended`), release when given back
+        // (`unlock`): one holder's accesses happen before the next one's. A failed
+        // attempt reads nothing through the lock: relaxed.
         if self
             .state
             .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
@@ -85,6 +88,8 @@ impl Lock {
     /// protects is half-changed: in a forked child, for a lock the parent's fork
     /// handler held across the fork (see `crate::fork`).
     pub(crate) unsafe fn reset(&self) {
+        // Relaxed: the forked child has one thread, which took the lock before the
+        // fork (so it is ordered already) and is the only one to take it again.
         self.state.store(FREE, Ordering::Relaxed);
     }
 

@@ -1,6 +1,7 @@
-//! Loom model of the remote-free stack: two threads push chains of blocks while the
+//! Loom models of the remote-free stack (two threads push chains of blocks while the
 //! owner takes the stack; every block arrives exactly once, with what its freeing
-//! thread wrote into it before the push.
+//! thread wrote into it before the push) and of the arena's publication (a thread
+//! decoding an address sees the arena's base and shape as one pair).
 #![cfg(loom)]
 
 use handoff_alloc::remote::{next, set_next, RemoteStack};
@@ -56,5 +57,28 @@ fn every_pushed_block_is_taken_once() {
         seen.sort_unstable();
         assert_eq!(seen, vec![100, 101, 200, 201]);
         assert!(stack.is_empty());
+    });
+}
+
+/// The arena is published while another thread decodes an address (a free of a big
+/// block mapped before the arena existed, issue 47): the decoding thread sees no arena,
+/// or the arena with its own shape, never the new base with the old shape, which
+/// would decode an address just above a reduced arena as a block inside it.
+#[test]
+fn the_arena_base_and_shape_are_seen_together() {
+    use handoff_alloc::arena_word::{ArenaWord, NO_ARENA};
+    const BASE: usize = 0x7f00_0000_0000;
+    const SHAPE: usize = 3;
+    loom::model(|| {
+        let word = Arc::new(ArenaWord::new());
+        let w = word.clone();
+        let publisher = thread::spawn(move || w.publish(BASE, SHAPE));
+        let seen = word.load();
+        assert!(
+            seen == (NO_ARENA, 0) || seen == (BASE, SHAPE),
+            "a torn view of the arena: {seen:x?}"
+        );
+        publisher.join().unwrap();
+        assert_eq!(word.load(), (BASE, SHAPE));
     });
 }
