@@ -12,7 +12,7 @@
 //! pool of its own, and a thread of its own that does both and exits, then ends with
 //! `std::process::exit(0)`, which runs the forking thread's thread-local destructors.
 //! A child that has not ended within [`DEADLINE`] is killed and fails the test. Before
-//! the handlers, 6 of 30 such children hung at exit in `per_thread::Guard::drop`.
+//! the handlers, 27 of 200 children hung (the test run on past each hang).
 
 #![cfg(all(target_os = "linux", not(miri)))]
 
@@ -21,7 +21,7 @@
 // thread-local heaps that a fork does not stop, whereas glibc's `fork` first takes
 // every malloc arena's lock, so the churning thread stops at its next `malloc`, rarely
 // inside one of the pools' locks: with glibc, 1 run of 5 of this test hung a child
-// before the fix.
+// before the fix; with handoff-alloc, 5 of 5 (within the first 12 forks).
 #[cfg(not(handoff_global_alloc))]
 #[global_allocator]
 static GLOBAL: handoff_alloc::HandoffAlloc = handoff_alloc::HandoffAlloc;
