@@ -35,6 +35,15 @@
 //! the slots in the magazines of the parent's other threads stay there, unused (those
 //! threads do not exist in the child), as memory their threads' stacks held does. A
 //! fork costs one lock per live `ThreadCached` store.
+//!
+//! Some of those critical sections allocate (the registry's map, a depot's vectors,
+//! the free numbers' heap), so our prepare handler must run while the allocator is
+//! still free: then a thread it waits for that is allocating inside one of our locks
+//! gets its memory and leaves. glibc's `fork` takes its malloc locks after every
+//! prepare handler; jemalloc and handoff-alloc register fork handlers of their own
+//! when they first allocate, which is before the first store registers ours (it
+//! allocates first), and prepare handlers run in the reverse order of registration,
+//! so ours run before theirs.
 
 use core::cell::{Cell, RefCell, UnsafeCell};
 use core::ptr;
@@ -116,8 +125,8 @@ unsafe impl Send for Registered {}
 /// `Mutex<Depot<T>>`: a guard kept here cannot name `T`, which need not be `'static`.)
 pub(crate) struct ForkLock {
     mutex: Mutex<()>,
-    /// The guard `fork::prepare` took, until `fork::release` drops it. Touched only by the fork
-    /// handlers, on the forking thread, while it holds the registry's lock.
+    /// The guard `fork::prepare` took, until `fork::release` drops it. Touched only
+    /// by the fork handlers, on the forking thread, while it holds the registry's lock.
     held: UnsafeCell<Option<MutexGuard<'static, ()>>>,
 }
 
@@ -143,11 +152,12 @@ impl ForkLock {
     }
 
     /// Takes the lock for a fork and keeps the guard in `held`.
-    #[cfg(unix)]
     ///
     /// # Safety
-    /// Called by `fork::prepare` only, with the registry's lock held and `self` the lock of
-    /// a registered store; [`release`] drops the guard before that lock is released.
+    /// Called by `fork::prepare` only, with the registry's lock held and `self` the
+    /// lock of a registered store; `fork::release` drops the guard before that lock
+    /// is released.
+    #[cfg(unix)]
     unsafe fn hold(&self) {
         // SAFETY: the store this lock belongs to stays registered, so alive, until the
         // registry's lock is released (dropping a store unregisters it first, which
@@ -161,10 +171,11 @@ impl ForkLock {
     }
 
     /// Drops the guard [`hold`](Self::hold) kept.
-    #[cfg(unix)]
     ///
     /// # Safety
-    /// Called by `fork::release` only, on the thread that forked, for a lock `prepare` held.
+    /// Called by `fork::release` only, on the thread that forked, for a lock
+    /// `fork::prepare` held.
+    #[cfg(unix)]
     unsafe fn release(&self) {
         // SAFETY: as in `hold`.
         drop(unsafe { (*self.held.get()).take() });
