@@ -449,6 +449,7 @@ mod fork_tests {
     use crate::{Capacity, Pool, PoolConfig};
     use alloc::string::{String, ToString};
     use alloc::vec::Vec;
+    use core::sync::atomic::Ordering;
 
     /// The fork handlers' bodies, called directly (as `fork` would, on this thread):
     /// between them every live store's depot is locked (a pool of another thread
@@ -464,18 +465,21 @@ mod fork_tests {
         let b = Pool::<String, ThreadCached>::with_config(config).unwrap();
         drop(a.try_alloc(1).unwrap());
         prepare();
+        let released = std::sync::atomic::AtomicBool::new(false);
         let blocked = std::thread::scope(|s| {
             let t = s.spawn(|| {
                 // A new thread needs a number (the numbers' lock) and then a depot:
-                // both are held, so it must wait until `release`.
+                // both are held, so it gets through only after `release`, and then
+                // sees the flag set before it.
                 let x = b.try_alloc("x".to_string()).unwrap();
                 drop(x);
-                std::time::Instant::now()
+                released.load(Ordering::SeqCst)
             });
+            // Time for the thread to reach the lock (were it free, it would be through).
             std::thread::sleep(std::time::Duration::from_millis(50));
-            let released_at = std::time::Instant::now();
+            released.store(true, Ordering::SeqCst);
             release();
-            t.join().unwrap() >= released_at
+            t.join().unwrap()
         });
         assert!(
             blocked,
