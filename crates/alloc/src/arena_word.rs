@@ -21,6 +21,9 @@ pub const NO_ARENA: usize = 1 << 63;
 /// them (to a region of at least 4 MiB), so they are free.
 const SHAPE_MASK: usize = 0xf;
 
+/// How many shapes the word can name (the geometry table must not have more).
+pub const SHAPES: usize = SHAPE_MASK + 1;
+
 /// The arena's base address and its shape (an index into the geometry table) in one
 /// atomic word: the base with the shape in its low bits. Before
 /// [`publish`](Self::publish): `(NO_ARENA, 0)`.

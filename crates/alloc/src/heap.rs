@@ -59,7 +59,7 @@ static ARENA: AtomicPtr<u8> = AtomicPtr::new(ptr::null_mut());
 /// it falls inside any arena, and the shape the full one's.
 static ARENA_WORD: ArenaWord = ArenaWord::new();
 // The shape's index fits the word's low bits (`ArenaWord::publish` checks it too).
-const _: () = assert!(GEOMETRIES.len() <= 16);
+const _: () = assert!(GEOMETRIES.len() <= crate::arena_word::SHAPES);
 
 /// Where `p` lies: the arena's shape and `p`'s offset from its base, from one load of
 /// the arena's word. Inside the arena when the shape's `decode` of the offset says so.

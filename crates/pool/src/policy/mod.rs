@@ -141,14 +141,13 @@ pub unsafe trait Store<T>: Sized {
     /// one with its [`ConfigError`] before allocating.
     ///
     /// ```
-    /// use handoff_pool::policy::{CachedStore, Store, MAX_MAGAZINE};
+    /// use handoff_pool::policy::{CachedStore, Store};
     /// use handoff_pool::{ConfigError, PoolConfig};
     /// let huge = PoolConfig { magazine: 1 << 40, ..PoolConfig::default() };
     /// assert_eq!(
     ///     <CachedStore<u64> as Store<u64>>::new(&huge).err(),
     ///     Some(ConfigError::MagazineTooLarge { magazine: 1 << 40 })
     /// );
-    /// # let _ = MAX_MAGAZINE;
     /// ```
     fn new(config: &PoolConfig) -> Result<Self, ConfigError>;
     /// A free slot (uninitialised), growing on exhaustion if allowed; `None` if
