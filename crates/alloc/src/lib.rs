@@ -109,6 +109,8 @@ mod heap;
 mod lock;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod os;
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+mod release;
 #[doc(hidden)]
 pub mod remote;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]

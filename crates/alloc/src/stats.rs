@@ -3,6 +3,7 @@
 use crate::big;
 use crate::class::{class_size, HEAPS, NUM_CLASSES};
 use crate::heap::{self, HEAP, UNBATCHED_REMOTE};
+use crate::release;
 use core::sync::atomic::Ordering;
 
 /// How the allocator's arena was reserved.
@@ -63,9 +64,18 @@ pub struct Stats {
     /// Small blocks the arena could not serve (no arena, or a heap's region of that
     /// class full) that came from the C library's `malloc` instead, ever.
     pub libc_blocks: u64,
-    /// Times a heap that ran out of a class took the blocks other threads had returned
-    /// to a heap nobody owns (its thread exited), rather than cut new ones.
+    /// Times a heap that ran out of a class took a batch of the free blocks of a heap
+    /// nobody owns (its thread exited), rather than cut new ones.
     pub orphan_borrows: u64,
+    /// Blocks so taken from the depots of heaps nobody owns (those taken from their
+    /// remote stacks are counted as remote frees), ever.
+    pub orphan_blocks_lent: u64,
+    /// Arena memory given back to the system with `MADV_DONTNEED` when threads exited
+    /// (the pages only free blocks covered), ever; it stays committed and reads as
+    /// zeros when used again. See the crate's docs on when memory goes back.
+    pub released_bytes: u64,
+    /// The `madvise` calls that gave it back, ever.
+    pub release_calls: u64,
     /// Small blocks cut from never-used memory, ever.
     pub blocks_carved: u64,
     /// Allocations that found their thread's magazine for the class empty and took the
@@ -158,6 +168,8 @@ pub fn stats() -> Stats {
     s.unmap_failures = big::UNMAP_FAILURES.load(Ordering::Relaxed);
     s.libc_blocks = big::LIBC_BLOCKS.load(Ordering::Relaxed);
     s.orphan_borrows = heap::BORROWS.load(Ordering::Relaxed);
+    s.released_bytes = release::RELEASED_BYTES.load(Ordering::Relaxed);
+    s.release_calls = release::RELEASE_CALLS.load(Ordering::Relaxed);
     let mut live = [0i64; NUM_CLASSES];
     for (i, h) in HEAP.iter().enumerate().take(HEAPS) {
         let owners = h.owners.load(Ordering::Relaxed);
@@ -171,12 +183,15 @@ pub fn stats() -> Stats {
         for (c, (bin, mag)) in h.bins.iter().zip(&h.mags).take(NUM_CLASSES).enumerate() {
             let sent = bin.remote_sent.load(Ordering::Relaxed);
             let reclaimed = bin.reclaimed.load(Ordering::Relaxed);
-            // Blocks freed remotely and not yet reclaimed are free, though no heap
-            // lists them yet.
+            let lent = bin.lent.load(Ordering::Relaxed);
+            s.orphan_blocks_lent += lent;
+            // Blocks freed remotely (or lent from a depot) and not yet reclaimed are
+            // free, though no heap lists them.
             live[c] += bin.carved.load(Ordering::Relaxed) as i64
                 - bin.listed.load(Ordering::Relaxed) as i64
                 - i64::from(mag.count.load(Ordering::Relaxed))
                 - sent as i64
+                - lent as i64
                 + reclaimed as i64;
             s.remote_frees += sent;
             s.remote_frees_reclaimed += reclaimed;
