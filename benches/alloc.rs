@@ -13,6 +13,10 @@
 //! * After criterion's groups, a paired section alternates `handoff` with each other
 //!   allocator back to back and prints the median per-pair ratio (see benches/spsc.rs
 //!   for why: this VM's speed drifts between runs, a pair's two halves share the drift).
+//!   Its last line compares handoff-alloc's pair in its full arena with the same pair in
+//!   a reduced arena: each in a child process (this binary again), the second under a
+//!   4 GiB address-space limit (`RLIMIT_AS`, as `ulimit -v 4194304` sets), where the
+//!   16 TiB arena cannot be reserved and a 1 GiB one is.
 //!
 //! Cores: the first two of the process's allowed CPUs, or `HANDOFF_PIN=P,C`.
 
@@ -114,6 +118,65 @@ fn cross_jemalloc(n: u64) -> Duration {
     cross(&tikv_jemallocator::Jemalloc, n)
 }
 
+/// Set in a child of this bench: run that many handoff-alloc pairs and print the time.
+const PAIR_CHILD: &str = "HANDOFF_BENCH_PAIR_CHILD";
+
+/// `pair_handoff(n)` in a child process of this bench, under an address-space limit
+/// of `limit` bytes (none: `None`); the pairs' time as the child measured it.
+fn pair_in_child(n: u64, limit: Option<u64>) -> Duration {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.env(PAIR_CHILD, n.to_string());
+    if let Some(bytes) = limit {
+        // SAFETY: between fork and exec the closure makes one system call, which
+        // neither allocates nor takes a lock.
+        unsafe {
+            cmd.pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: bytes,
+                    rlim_max: bytes,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &lim) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+    }
+    let out = cmd.output().expect("the bench runs again as a child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the child failed: {text}");
+    let want = if limit.is_some() {
+        "ARENA Reduced"
+    } else {
+        "ARENA Full"
+    };
+    assert!(text.contains(want), "the child's arena: {text}");
+    let ns: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("PAIR_NS "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no PAIR_NS line from the child: {text}"));
+    Duration::from_nanos(ns)
+}
+
+/// The child's side of [`pair_in_child`]: the pairs, after a warm-up, and their time.
+fn pair_child(n: u64) {
+    pair_handoff(n / 10);
+    let mode = handoff::alloc::stats().arena_mode;
+    let d = pair_handoff(n);
+    println!("PAIR_NS {}", d.as_nanos());
+    println!("ARENA {mode:?}");
+}
+
+fn pair_full_arena(n: u64) -> Duration {
+    pair_in_child(n, None)
+}
+fn pair_reduced_arena(n: u64) -> Duration {
+    pair_in_child(n, Some(4 << 30))
+}
+
 const PAIR: [(&str, Run); 4] = [
     ("handoff", pair_handoff),
     ("system", pair_system),
@@ -166,6 +229,15 @@ fn alloc_paired() {
             true,
         );
     }
+    paired(
+        "one thread, arena (ns/pair)",
+        "ns",
+        ("full", pair_full_arena),
+        ("reduced", pair_reduced_arena),
+        20_000_000,
+        21,
+        true,
+    );
     for other in &CROSS[1..] {
         paired(
             "across threads (M blocks/s)",
@@ -182,6 +254,10 @@ fn alloc_paired() {
 criterion_group!(benches, alloc_pair, alloc_cross_thread);
 
 fn main() {
+    if let Some(n) = std::env::var(PAIR_CHILD).ok().and_then(|n| n.parse().ok()) {
+        pair_child(n);
+        return;
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
     alloc_paired();

@@ -157,16 +157,12 @@ fn reserve_arena() -> Option<*mut u8> {
         if g > 0 && geo.arena_size() > budget {
             continue;
         }
-        // The full arena is aligned to a heap's span (each heap's span then is too), so
+        // Every arena is aligned to a heap's span (each heap's span then is too), so
         // that the free fast path tells from the bits of an address above its class's
         // region offset whether it lies in the thread's heap, and which class it is in
-        // (`imp::push_local`). The reduced arenas take the slow path and need only
-        // their regions aligned.
-        let align = if g == 0 {
-            geo.span()
-        } else {
-            geo.region_size()
-        };
+        // (`imp::push_local`). Until issue 48 only the full arena was, and every free in
+        // a reduced one took the slow path.
+        let align = geo.span();
         let base = os::reserve(geo.arena_size(), align);
         if base.is_null() {
             continue;
@@ -388,6 +384,9 @@ pub(crate) struct Heap {
     /// Which outboxes hold blocks.
     pending: UnsafeCell<u128>,
     pub(crate) committed: AtomicU64,
+    /// Frees of its own blocks by its thread that the fast path did not take (the
+    /// magazine was full), counted by the owner.
+    pub(crate) own_frees_slow: AtomicU64,
     /// How many threads have owned it.
     pub(crate) owners: AtomicU64,
 }
@@ -414,6 +413,7 @@ impl Heap {
             outbox: UnsafeCell::new([EMPTY_OUTBOX; OUTBOXES]),
             pending: UnsafeCell::new(0),
             committed: AtomicU64::new(0),
+            own_frees_slow: AtomicU64::new(0),
             owners: AtomicU64::new(0),
         }
     }
@@ -783,6 +783,7 @@ const NO_BASE: usize = 1 << 63;
 
 /// Bytes of the full arena one heap spans.
 pub(crate) const HEAP_SPAN: usize = 1 << (CLASS_BITS + crate::class::REGION_BITS);
+const _: () = assert!(GEOMETRIES[0].span() == HEAP_SPAN);
 
 /// Every heap. Heap 0 is the shared one.
 pub(crate) static HEAP: [Heap; HEAPS] = [const { Heap::new() }; HEAPS];
@@ -1035,14 +1036,23 @@ pub(crate) struct Local {
     /// The heap, or [`NO_HEAP`] without one.
     pub(crate) heap: Cell<*const Heap>,
     /// The arena address where the heap's span starts, or [`NO_BASE`] without one: a
-    /// block is this thread's when its address minus `base` is below [`HEAP_SPAN`].
+    /// block is this thread's when its address minus `base` is below the arena's span
+    /// ([`HEAP_SPAN`] in the full arena).
     pub(crate) base: Cell<usize>,
+    /// The arena's region bits: `(address ^ base) >> shift` is the class of a block of
+    /// this thread's heap, and 32 or more for any other address.
+    pub(crate) shift: Cell<u32>,
     mode: Cell<u8>,
 }
 
 std::thread_local! {
     pub(crate) static LOCAL: Local = const {
-        Local { heap: Cell::new(&raw const NO_HEAP), base: Cell::new(NO_BASE), mode: Cell::new(NONE) }
+        Local {
+            heap: Cell::new(&raw const NO_HEAP),
+            base: Cell::new(NO_BASE),
+            shift: Cell::new(crate::class::REGION_BITS),
+            mode: Cell::new(NONE),
+        }
     };
     static EXIT: ExitGuard = const { ExitGuard };
 }
@@ -1084,16 +1094,17 @@ impl Drop for ExitGuard {
 /// Points the thread's binding at `h`, which it has just taken.
 fn bind(l: &Local, h: &'static Heap) {
     l.heap.set(h);
-    // The free fast path's one-comparison test assumes the full arena's layout; in a
-    // smaller one every free takes the slow path, which decodes the address.
+    // The free fast path's test (one exclusive-or, one shift by the arena's region
+    // bits) finds the thread's blocks in any arena.
     // One load for both: this thread took a heap of the arena, so it reached the arena
     // through its ready state (acquire) and sees the published word.
     let (arena, g) = ARENA_WORD.load();
-    l.base.set(if g == 0 {
-        arena + h.index() * HEAP_SPAN
-    } else {
-        NO_BASE
-    });
+    // Every arena is reserved aligned to its heaps' span, so each span is aligned to
+    // its size.
+    let span = arena + h.index() * GEOMETRIES[g].span();
+    debug_assert_eq!(span % GEOMETRIES[g].span(), 0);
+    l.base.set(span);
+    l.shift.set(GEOMETRIES[g].region_bits);
     l.mode.set(OWNER);
 }
 
@@ -1204,8 +1215,11 @@ pub(crate) fn alloc_small_slow(c: usize) -> *mut u8 {
 #[inline(never)]
 pub(crate) unsafe fn free_small_slow(p: *mut u8, owner: usize, c: usize) {
     match current() {
-        // SAFETY: this thread owns `me`; `p` belongs to it.
-        Some(me) if me.index() == owner => unsafe { me.free(c, p) },
+        Some(me) if me.index() == owner => {
+            add(&me.own_frees_slow, 1);
+            // SAFETY: this thread owns `me`; `p` belongs to it.
+            unsafe { me.free(c, p) }
+        }
         // SAFETY: as above; `owner` is another heap.
         Some(me) => unsafe { me.send_remote(owner, c, p) },
         // SAFETY: the lock makes this thread heap 0's owner.

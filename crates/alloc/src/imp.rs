@@ -1,7 +1,7 @@
 //! `GlobalAlloc` for [`HandoffAlloc`]: the fast paths, inline, and the dispatch to the
 //! slow ones.
 
-use crate::class::{class_for, class_of, MAX_SMALL, REGION_BITS, TABLE_MAX};
+use crate::class::{class_for, class_of, MAX_SMALL, TABLE_MAX};
 use crate::heap::{self, CLASS_SLOTS, LOCAL};
 use crate::{big, HandoffAlloc};
 use core::alloc::{GlobalAlloc, Layout};
@@ -22,15 +22,19 @@ fn pop_local(c: usize) -> *mut u8 {
 }
 
 /// Pushes `p` onto this thread's magazine for its class if its address says it is a
-/// block of this thread's heap and the magazine has room; false otherwise. (In an arena
-/// smaller than the full one the thread's `base` is `NO_BASE`, so this is always false
-/// and the slow path decodes the address.)
+/// block of this thread's heap and the magazine has room; false otherwise.
 ///
-/// The class comes from the address: the full arena and so every heap's span is aligned
-/// to the span's size, so the address's bits above the region offset, exclusive-or the
-/// span's start, are the class when `p` lies in the span and 32 or more when it does
-/// not. One exclusive-or, one shift and one comparison do both tests, and a block freed
-/// with a layout other than the one it was made with still goes back to its own class.
+/// The class comes from the address: the arena and so every heap's span is aligned to
+/// the span's size, so the address's bits above the region offset (the thread's
+/// `shift`: the arena's region bits), exclusive-or the span's start, are the class when
+/// `p` lies in the span and 32 or more when it does not. One exclusive-or, one shift and
+/// one comparison do both tests, and a block freed with a layout other than the one it
+/// was made with still goes back to its own class. The shift is read from the thread's
+/// binding, not a constant, so that a reduced arena (smaller regions) takes the same
+/// path: until issue 48 the shift was the full arena's constant, every free in a reduced
+/// arena took the slow path, and its pair cost 2.75 times the full arena's; with the
+/// shift read, the full arena's pair did not change beyond the noise (see
+/// docs/alloc.md).
 ///
 /// `layout`'s class is only a hint: when it equals the address's, the push uses it.
 /// Both are the same number, but a magazine whose address comes from the layout does
@@ -45,7 +49,7 @@ fn pop_local(c: usize) -> *mut u8 {
 fn push_local(p: *mut u8, layout: Layout) -> bool {
     LOCAL
         .try_with(|l| {
-            let x = (p.addr() ^ l.base.get()) >> REGION_BITS;
+            let x = (p.addr() ^ l.base.get()) >> l.shift.get();
             // SAFETY: `heap` is `NO_HEAP` or a heap this thread owns, both statics.
             let heap = unsafe { &*l.heap.get() };
             if layout.size() <= TABLE_MAX {
@@ -204,7 +208,6 @@ unsafe impl GlobalAlloc for HandoffAlloc {
 mod tests {
     use super::*;
     use crate::class::{class_align, class_size, NUM_CLASSES, REGION_HEAD};
-    use crate::heap::{geometry_index, HEAP_SPAN};
     use core::sync::atomic::Ordering;
 
     /// This thread's magazine count for class `c`.
@@ -223,23 +226,15 @@ mod tests {
         // SAFETY: valid layouts of non-zero size.
         let blocks: Vec<*mut u8> = layouts.iter().map(|&l| unsafe { a.alloc(l) }).collect();
         assert!(blocks.iter().all(|p| !p.is_null()));
-        if geometry_index() != 0 {
-            // A reduced arena: every free takes the slow path, by design.
-            for (&p, &l) in blocks.iter().zip(&layouts) {
-                // SAFETY: allocated above with `l`.
-                unsafe { a.dealloc(p, l) };
-            }
-            return;
-        }
+        // The arena's shape: full here, unless the system refused it.
+        let geo = heap::geometry();
+        let (span, bits) = (geo.span(), geo.region_bits);
+        assert_eq!(LOCAL.with(|l| l.shift.get()), bits);
         let base = LOCAL.with(|l| l.base.get());
         let big_hint = Layout::from_size_align(TABLE_MAX + 1, 8).unwrap();
-        assert_eq!(
-            base % HEAP_SPAN,
-            0,
-            "the heap's span is aligned to its size"
-        );
+        assert_eq!(base % span, 0, "the heap's span is aligned to its size");
         for (c, (&p, &l)) in blocks.iter().zip(&layouts).enumerate() {
-            assert_eq!((p.addr() - base) >> REGION_BITS, c, "class {c}");
+            assert_eq!((p.addr() - base) >> bits, c, "class {c}");
             assert_eq!(
                 p.addr() % class_align(c),
                 0,
@@ -280,8 +275,8 @@ mod tests {
         let big = unsafe { a.alloc(big_layout) };
         assert!(!big.is_null());
         let foreign = [
-            base.wrapping_add(HEAP_SPAN),
-            base.wrapping_add(HEAP_SPAN + (4 << REGION_BITS)),
+            base.wrapping_add(span),
+            base.wrapping_add(span + (4 << bits)),
             base.wrapping_sub(8),
             8,
             big.addr(),
@@ -304,7 +299,7 @@ mod tests {
             let p = unsafe { a.alloc(l) };
             assert!(!p.is_null());
             assert_eq!(p.addr() % l.align(), 0, "align {}", l.align());
-            let in_arena = (p.addr() ^ base) >> REGION_BITS < CLASS_SLOTS;
+            let in_arena = (p.addr() ^ base) >> bits < CLASS_SLOTS;
             assert_eq!(in_arena, l.align() <= REGION_HEAD, "align {}", l.align());
             // SAFETY: allocated just above with `l`.
             unsafe { a.dealloc(p, l) };

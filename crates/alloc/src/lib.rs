@@ -69,8 +69,7 @@
 //! - **The operating system's limits.** Where the 16 TiB reservation is refused (a
 //!   limit on the address space, `ulimit -v`; a kernel with a small one), the arena is
 //!   a smaller one of the same layout that fits a quarter of the limit
-//!   ([`class::GEOMETRIES`]); there every free takes the slow path, which decodes the
-//!   address. Small requests no arena can serve (none could be reserved, or a heap's
+//!   ([`class::GEOMETRIES`]), with the same fast paths. Small requests no arena can serve (none could be reserved, or a heap's
 //!   4 GiB region of the class is full) come from the C library's `malloc`. A mapping
 //!   the system refuses to unmap is kept for reuse, its pages released.
 //!   [`stats`] reports the mode ([`ArenaMode`]).
