@@ -13,7 +13,9 @@
 //! * After criterion's groups, a paired section alternates `handoff` with each other
 //!   allocator back to back and prints the median per-pair ratio (see benches/spsc.rs
 //!   for why: this VM's speed drifts between runs, a pair's two halves share the drift).
-//!   Its last line compares handoff-alloc's pair in its full arena with the same pair in
+//!   Two lines compare handoff-alloc's pair of `Layout(64, 64)` with over-aligned ones
+//!   (`Layout(64, 256)`, `Layout(64, 4096)`, served inside a bigger class's block). One
+//!   compares handoff-alloc's pair in its full arena with the same pair in
 //!   a reduced arena: each in a child process (this binary again), the second under a
 //!   4 GiB address-space limit (`RLIMIT_AS`, as `ulimit -v 4194304` sets), where the
 //!   16 TiB arena cannot be reserved and a 1 GiB one is.
@@ -91,6 +93,37 @@ fn cross<A: GlobalAlloc + Sync>(a: &'static A, n: u64) -> Duration {
             }
         },
     )
+}
+
+/// One thread allocates a 64-byte block of `layout`, writes it, frees it, `n` times.
+#[inline(always)]
+fn pair_layout(layout: Layout, n: u64) -> Duration {
+    let a = handoff::alloc::HandoffAlloc;
+    let t = Instant::now();
+    for i in 0..n {
+        // SAFETY: a valid, non-zero layout.
+        let p = unsafe { a.alloc(layout) }.cast::<u64>();
+        assert!(!p.is_null(), "out of memory");
+        // SAFETY: a fresh block of at least 64 bytes, aligned to at least 8: eight words.
+        unsafe {
+            for w in 0..8 {
+                p.add(w).write(i + w as u64);
+            }
+        }
+        black_box(p);
+        // SAFETY: allocated just above with `layout`.
+        unsafe { a.dealloc(p.cast(), layout) };
+    }
+    t.elapsed()
+}
+fn pair_align_64(n: u64) -> Duration {
+    pair_layout(Layout::from_size_align(64, 64).unwrap(), n)
+}
+fn pair_align_256(n: u64) -> Duration {
+    pair_layout(Layout::from_size_align(64, 256).unwrap(), n)
+}
+fn pair_align_4096(n: u64) -> Duration {
+    pair_layout(Layout::from_size_align(64, 4096).unwrap(), n)
 }
 
 fn pair_handoff(n: u64) -> Duration {
@@ -224,6 +257,20 @@ fn alloc_paired() {
             "ns",
             PAIR[0],
             *other,
+            20_000_000,
+            21,
+            true,
+        );
+    }
+    for aligned in [
+        ("align 256", pair_align_256 as Run),
+        ("align 4096", pair_align_4096),
+    ] {
+        paired(
+            "one thread, Layout(64, _)",
+            "ns",
+            ("align 64", pair_align_64),
+            aligned,
             20_000_000,
             21,
             true,

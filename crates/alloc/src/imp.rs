@@ -1,7 +1,9 @@
 //! `GlobalAlloc` for [`HandoffAlloc`]: the fast paths, inline, and the dispatch to the
 //! slow ones.
 
-use crate::class::{class_for, class_of, MAX_SMALL, TABLE_MAX};
+use crate::class::{
+    aligned_within, block_of_aligned, class_for, class_of, MAX_SMALL, REGION_HEAD, TABLE_MAX,
+};
 use crate::heap::{self, CLASS_SLOTS, LOCAL};
 use crate::{big, HandoffAlloc};
 use core::alloc::{GlobalAlloc, Layout};
@@ -87,7 +89,8 @@ fn alloc_other(layout: Layout) -> (*mut u8, bool) {
     if let Some(c) = class_for(layout.size(), layout.align()) {
         let p = alloc_small(c);
         if !p.is_null() {
-            return (p, false);
+            // Over-aligned requests start inside their block; others at its start.
+            return (aligned_within(p, layout.align()), false);
         }
         return (big::alloc_libc(layout.size(), layout.align()), false);
     }
@@ -108,6 +111,18 @@ unsafe fn free_slow(p: *mut u8) {
         Some((owner, c)) => unsafe { heap::free_small_slow(p, owner, c) },
         // SAFETY: outside the arena, `p` is a big block; the caller is done with it.
         None => unsafe { big::free(p) },
+    }
+}
+
+/// The block that holds `p`, a live allocation of `layout`, an over-aligned one
+/// (beyond [`REGION_HEAD`]): when the arena served it, `p` lies inside a block of the
+/// class `class_for` gives (see `class::aligned_within`); otherwise (a mapping of its
+/// own, or the C library's block) `p` is what is freed.
+#[inline]
+fn block_start(p: *mut u8, layout: Layout) -> *mut u8 {
+    match class_for(layout.size(), layout.align()) {
+        Some(c) if heap::decode(p).is_some_and(|(_, at)| at == c) => block_of_aligned(p, c),
+        _ => p,
     }
 }
 
@@ -140,6 +155,12 @@ unsafe impl GlobalAlloc for HandoffAlloc {
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // For a layout the compiler knows, this folds away unless it is over-aligned.
+        let ptr = if layout.align() > REGION_HEAD {
+            block_start(ptr, layout)
+        } else {
+            ptr
+        };
         if push_local(ptr, layout) {
             return;
         }
@@ -207,7 +228,7 @@ unsafe impl GlobalAlloc for HandoffAlloc {
 #[cfg(all(test, not(miri)))]
 mod tests {
     use super::*;
-    use crate::class::{class_align, class_size, NUM_CLASSES, REGION_HEAD};
+    use crate::class::{class_align, class_size, NUM_CLASSES};
     use core::sync::atomic::Ordering;
 
     /// This thread's magazine count for class `c`.
@@ -291,18 +312,35 @@ mod tests {
         }
         // SAFETY: allocated just above with this layout.
         unsafe { a.dealloc(big, big_layout) };
-        // Aligned requests: up to the region head's alignment from a class, beyond it
-        // from a mapping of their own; aligned either way.
-        for shift in 3..=12 {
-            let l = Layout::from_size_align(100, 1 << shift).unwrap();
-            // SAFETY: a valid layout.
-            let p = unsafe { a.alloc(l) };
-            assert!(!p.is_null());
-            assert_eq!(p.addr() % l.align(), 0, "align {}", l.align());
-            let in_arena = (p.addr() ^ base) >> bits < CLASS_SLOTS;
-            assert_eq!(in_arena, l.align() <= REGION_HEAD, "align {}", l.align());
-            // SAFETY: allocated just above with `l`.
-            unsafe { a.dealloc(p, l) };
+        // Aligned requests: up to a page from a class (beyond the region head's
+        // alignment, inside a bigger block), beyond it from a mapping of their own;
+        // aligned either way, and the block goes back to its class: allocated again,
+        // the same address comes back.
+        for shift in 3..=13 {
+            for size in [1, 100, 4096] {
+                let l = Layout::from_size_align(size, 1 << shift).unwrap();
+                // SAFETY: a valid layout.
+                let p = unsafe { a.alloc(l) };
+                assert!(!p.is_null());
+                assert_eq!(p.addr() % l.align(), 0, "{l:?}");
+                // SAFETY: `p` is live with `l`'s size.
+                unsafe { p.write_bytes(0xa5, size) };
+                let in_arena = (p.addr() ^ base) >> bits < CLASS_SLOTS;
+                assert_eq!(
+                    in_arena,
+                    l.align() <= crate::class::MAX_CLASS_ALIGN,
+                    "{l:?}"
+                );
+                // SAFETY: allocated just above with `l`.
+                unsafe { a.dealloc(p, l) };
+                if in_arena {
+                    // SAFETY: a valid layout.
+                    let q = unsafe { a.alloc(l) };
+                    assert_eq!(q, p, "{l:?}: the block went back to its magazine");
+                    // SAFETY: allocated just above with `l`.
+                    unsafe { a.dealloc(q, l) };
+                }
+            }
         }
         // A thread that has no heap takes nothing on the fast path.
         let (p, l) = (blocks[4].addr(), layouts[4]);

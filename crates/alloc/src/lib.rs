@@ -41,8 +41,8 @@
 //!   page further into their region than the previous class's, so the classes' pages do
 //!   not share their lower page-number bits.
 //! - **Remote frees.** A block freed by a thread that does not own it is collected in
-//!   the freeing thread's batch for its owner and class; a batch of 64 goes to the
-//!   owner's stack for that class with one compare-and-swap. When the owner's depot
+//!   the freeing thread's batch for its owner and class; a batch of 64 blocks (or of
+//!   256 KiB, for bigger classes) goes to the owner's stack for that class with one compare-and-swap. When the owner's depot
 //!   of the class runs dry, it takes that whole stack with one swap and hands its blocks
 //!   out one per allocation, so it never walks a chain of lines another core wrote. A
 //!   thread flushes its batches when it exits, when it commits new memory, and when it
@@ -51,12 +51,19 @@
 //!   claims it, with its depots and memory, and reclaims the blocks freed to it in
 //!   between. Blocks live at exit and freed later by others are therefore never lost,
 //!   and they do not wait for that: a heap that runs out of a class, before it cuts new
-//!   memory, borrows up to 64 blocks of it that other threads returned to a heap nobody
-//!   owns (freed again, they go back to that heap).
-//!   A class whose blocks are all free when its thread exits starts over at its first
-//!   block, so the next owner gets blocks in address order from memory already
-//!   committed, not in the order of the frees.
-//! - **Big blocks.** Above 256 KiB (or aligned beyond what a class gives), a block is a
+//!   memory, borrows up to 64 free blocks of it from a heap nobody owns: those other
+//!   threads returned to it, then those its thread kept (freed again, they go back to
+//!   that heap). An exiting thread gathers its free blocks into its depots, sorted, so
+//!   the next owner gets them in address order, not in the order of the frees.
+//! - **Memory back to the system.** A live thread keeps its free blocks resident. When
+//!   it exits, every whole page that only its free blocks cover goes back with
+//!   `MADV_DONTNEED` (beyond 256 KiB per heap, kept for the next thread), and so do the
+//!   pages past the first of blocks of 16 KiB or more that other threads free to a heap
+//!   whose thread has exited. Resident memory settles in a program whose threads come
+//!   and go (docs/alloc.md, "When memory goes back to the system").
+//! - **Big blocks.** Above 256 KiB (or aligned beyond a page; a request aligned beyond
+//!   a class's 128 bytes and up to a page is served inside a bigger class's block), a
+//!   block is a
 //!   page-granular mapping of its own with a 16-byte header. Freed mappings up to 1 MiB
 //!   are cached for reuse; bigger ones are unmapped, returning the memory to the system,
 //!   and one that `realloc` grows moves its mapping (`mremap`) instead of being copied.

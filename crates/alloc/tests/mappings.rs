@@ -1,4 +1,5 @@
-//! Many buffers of a few tens of KiB, every other one freed: the pattern that splits
+//! Many buffers of a few tens of KiB, or small over-aligned blocks, every other one
+//! freed: the pattern that splits
 //! one mapping per block into tens of thousands of mappings until the kernel's limit
 //! (`vm.max_map_count`, 65530 by default) makes `munmap` and then every new mapping
 //! fail. Blocks up to [`handoff_alloc::class::MAX_SMALL`] come from the arena, so the
@@ -7,8 +8,8 @@
 
 #![cfg(target_os = "linux")]
 
-#[cfg(not(handoff_global_alloc))]
 use handoff_alloc::HandoffAlloc;
+use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;
 
 // Under `--cfg handoff_global_alloc` the crate installs it itself.
@@ -24,6 +25,55 @@ fn mappings() -> usize {
 }
 
 #[test]
+fn few_mappings_whatever_is_freed() {
+    freeing_every_other_40_kib_buffer_adds_few_mappings();
+    over_aligned_small_blocks_come_from_the_arena();
+}
+
+/// 20 000 small blocks aligned beyond the classes' own 128 bytes (a cache-line pair, a
+/// page), every other one freed: until issue 48 each was a page mapping of its own
+/// (`Layout(64, 256)`: 106 -> 10 076 mappings after the frees).
+fn over_aligned_small_blocks_come_from_the_arena() {
+    const BLOCKS: usize = 20_000;
+    for align in [256, 4096] {
+        let layout = Layout::from_size_align(64, align).unwrap();
+        let before = mappings();
+        let mut blocks: Vec<Option<usize>> = (0..BLOCKS)
+            .map(|k| {
+                // SAFETY: a valid layout of non-zero size.
+                let p = unsafe { HandoffAlloc.alloc(layout) };
+                assert!(!p.is_null());
+                assert_eq!(p.addr() % align, 0);
+                // SAFETY: a live block of 64 bytes.
+                unsafe { p.write_bytes(k as u8, 64) };
+                Some(p as usize)
+            })
+            .collect();
+        for b in blocks.iter_mut().step_by(2) {
+            // SAFETY: allocated above with `layout`, freed once.
+            unsafe { HandoffAlloc.dealloc(b.take().unwrap() as *mut u8, layout) };
+        }
+        let after = mappings();
+        eprintln!("{BLOCKS} blocks of Layout(64, {align}), every other freed: {before} -> {after} mappings");
+        for (k, b) in blocks.iter().enumerate() {
+            if let Some(p) = *b {
+                // SAFETY: a live block of 64 bytes, written above.
+                let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, 64) };
+                assert!(bytes.iter().all(|&x| x == k as u8), "block {k} was written");
+            }
+        }
+        for p in blocks.into_iter().flatten() {
+            // SAFETY: allocated above with `layout`, freed once.
+            unsafe { HandoffAlloc.dealloc(p as *mut u8, layout) };
+        }
+        assert!(
+            after < before + 200,
+            "{BLOCKS} blocks of Layout(64, {align}): {before} mappings before, {after} after \
+             freeing every other one"
+        );
+    }
+}
+
 fn freeing_every_other_40_kib_buffer_adds_few_mappings() {
     const BLOCKS: usize = 30_000;
     let before = mappings();
