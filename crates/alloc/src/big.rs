@@ -8,9 +8,11 @@
 //! exceed the process's mapping limit) is not lost: its pages are released with
 //! `MADV_DONTNEED`, it stays counted as mapped, and it is kept for reuse.
 //!
-//! Small requests the arena cannot serve (no arena could be reserved, or the heap's
-//! region of that class is full) come from the C library's `malloc` with the same
-//! header, marked, rather than a page-granular mapping each.
+//! Blocks up to 4 MiB, at most page-aligned, are slots of the large range instead
+//! (`large`), while it has room; so are small requests whose heap's region is full.
+//! Small requests neither can serve (no arena or range could be reserved: a limit on
+//! the address space) come from the C library's `malloc` with the same header, marked,
+//! rather than a page-granular mapping each.
 
 use crate::class::round_up;
 use crate::lock::Lock;
@@ -43,6 +45,8 @@ pub(crate) static MAPPED_BYTES: AtomicU64 = AtomicU64::new(0);
 pub(crate) static UNMAP_FAILURES: AtomicU64 = AtomicU64::new(0);
 /// Small blocks served by the C library because the arena could not.
 pub(crate) static LIBC_BLOCKS: AtomicU64 = AtomicU64::new(0);
+/// Small blocks served by the large range because their heap's region was full.
+pub(crate) static SMALL_IN_LARGE: AtomicU64 = AtomicU64::new(0);
 
 struct Cache {
     lock: Lock,
@@ -184,6 +188,10 @@ unsafe fn place(start: *mut u8, align: usize, len_word: usize) -> *mut u8 {
 /// whether its memory is known to be zero; null when the system refuses or the size
 /// overflows.
 pub(crate) fn alloc(size: usize, align: usize) -> (*mut u8, bool) {
+    // Up to 4 MiB, a slot of the large range (`large`), if it has room.
+    if let Some(block) = crate::large::alloc(size, align) {
+        return block;
+    }
     let Some(len) = size
         .max(1)
         .checked_add(max_lead(align))
@@ -249,6 +257,11 @@ pub(crate) unsafe fn mapping(p: *mut u8) -> (usize, *mut u8) {
 /// the C library's `malloc`, with the header marked [`FROM_LIBC`]. Null when `malloc`
 /// refuses.
 pub(crate) fn alloc_libc(size: usize, align: usize) -> *mut u8 {
+    // A full region first overflows into the large range's smallest class.
+    if let Some((p, _)) = crate::large::alloc(size, align) {
+        SMALL_IN_LARGE.fetch_add(1, Ordering::Relaxed);
+        return p;
+    }
     let Some(total) = size.max(1).checked_add(max_lead(align)) else {
         return ptr::null_mut();
     };
@@ -270,6 +283,10 @@ pub(crate) fn alloc_libc(size: usize, align: usize) -> *mut u8 {
 /// # Safety
 /// As for [`mapping`].
 pub(crate) unsafe fn usable(p: *mut u8) -> usize {
+    if crate::large::holds(p) {
+        // SAFETY: a live large block.
+        return unsafe { crate::large::usable(p) };
+    }
     // SAFETY: the caller's contract.
     let (len, start) = unsafe { mapping(p) };
     (len & !FROM_LIBC) - (p.addr() - start.addr())
@@ -287,6 +304,9 @@ pub(crate) unsafe fn usable(p: *mut u8) -> usize {
 /// # Safety
 /// `p` is a live block returned by [`alloc`] with alignment `align`.
 pub(crate) unsafe fn remap(p: *mut u8, align: usize, new_size: usize) -> *mut u8 {
+    if crate::large::holds(p) {
+        return ptr::null_mut(); // a slot of the large range: the caller copies
+    }
     // SAFETY: the caller's contract.
     let (len, start) = unsafe { mapping(p) };
     let lead = p.addr() - start.addr();
@@ -324,6 +344,11 @@ pub(crate) unsafe fn remap(p: *mut u8, align: usize, new_size: usize) -> *mut u8
 /// # Safety
 /// `p` is a live block returned by [`alloc`], and `new_size <= usable(p)`.
 pub(crate) unsafe fn shrink(p: *mut u8, new_size: usize) {
+    if crate::large::holds(p) {
+        // SAFETY: a live large block; `new_size` fits it.
+        unsafe { crate::large::shrink(p, new_size) };
+        return;
+    }
     // SAFETY: the caller's contract.
     let (len, start) = unsafe { mapping(p) };
     if len & FROM_LIBC != 0 {
@@ -355,6 +380,11 @@ pub(crate) unsafe fn shrink(p: *mut u8, new_size: usize) {
 /// # Safety
 /// `p` is a live block returned by [`alloc`], and nobody uses it again.
 pub(crate) unsafe fn free(p: *mut u8) {
+    if crate::large::holds(p) {
+        // SAFETY: a live large block, no longer used.
+        unsafe { crate::large::free(p) };
+        return;
+    }
     // SAFETY: the caller's contract.
     let (len, start) = unsafe { mapping(p) };
     LIVE_BLOCKS.fetch_sub(1, Ordering::Relaxed);

@@ -58,12 +58,14 @@ extern "C" fn register_handlers() {
 unsafe extern "C" fn prepare() {
     crate::heap::lock_for_fork();
     crate::big::lock_for_fork();
+    crate::large::lock_for_fork();
 }
 
 /// In the parent after a fork: release them.
 unsafe extern "C" fn parent() {
-    // SAFETY: `prepare` took both on this thread, just before the fork.
+    // SAFETY: `prepare` took them all on this thread, just before the fork.
     unsafe {
+        crate::large::unlock_after_fork();
         crate::big::unlock_after_fork();
         crate::heap::unlock_after_fork();
     }
@@ -71,9 +73,10 @@ unsafe extern "C" fn parent() {
 
 /// In the child after a fork: mark them free (nobody there waits for them).
 unsafe extern "C" fn child() {
-    // SAFETY: `prepare` took both, so no thread was inside either at the fork, and
+    // SAFETY: `prepare` took them all, so no thread was inside any at the fork, and
     // the child has no other thread.
     unsafe {
+        crate::large::reset_after_fork();
         crate::big::reset_after_fork();
         crate::heap::reset_after_fork();
     }

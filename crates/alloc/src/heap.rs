@@ -124,7 +124,7 @@ fn arena() -> Option<*mut u8> {
 
 /// The address space a reduced arena may take: a quarter of the process's limit
 /// (`RLIMIT_AS`), or no bound without one.
-fn address_budget() -> usize {
+pub(crate) fn address_budget() -> usize {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

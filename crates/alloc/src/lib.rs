@@ -61,7 +61,12 @@
 //!   pages past the first of blocks of 16 KiB or more that other threads free to a heap
 //!   whose thread has exited. Resident memory settles in a program whose threads come
 //!   and go (docs/alloc.md, "When memory goes back to the system").
-//! - **Big blocks.** Above 256 KiB (or aligned beyond a page; a request aligned beyond
+//! - **Large blocks.** Above 256 KiB and up to 4 MiB (at most page-aligned), a block is
+//!   a slot of one of 16 large classes in a range reserved once; committed slots stay
+//!   one mapping however many are freed, and a freed slot gives its memory back (but
+//!   the four most recently freed of its class). A small request whose heap's region
+//!   is full takes the smallest large class.
+//! - **Big blocks.** Above 4 MiB (or aligned beyond a page; a request aligned beyond
 //!   a class's 128 bytes and up to a page is served inside a bigger class's block), a
 //!   block is a
 //!   page-granular mapping of its own with a 16-byte header. Freed mappings up to 1 MiB
@@ -111,6 +116,8 @@ pub mod class;
 mod fork;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod heap;
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+mod large;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod lock;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]

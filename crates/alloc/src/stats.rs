@@ -61,9 +61,13 @@ pub struct Stats {
     /// `munmap` calls the system refused (at the process's mapping limit): the mapping
     /// was kept, its pages released, and it is reused.
     pub unmap_failures: u64,
-    /// Small blocks the arena could not serve (no arena, or a heap's region of that
-    /// class full) that came from the C library's `malloc` instead, ever.
+    /// Small blocks the arena could not serve that came from the C library's `malloc`
+    /// instead, ever: only when neither the arena nor the large range could be reserved
+    /// (a limit on the address space), or both were full.
     pub libc_blocks: u64,
+    /// Small blocks whose heap's region of their class was full, served by the large
+    /// range's smallest class instead, ever.
+    pub small_blocks_in_large: u64,
     /// Times a heap that ran out of a class took a batch of the free blocks of a heap
     /// nobody owns (its thread exited), rather than cut new ones.
     pub orphan_borrows: u64,
@@ -171,6 +175,7 @@ pub fn stats() -> Stats {
     }
     s.unmap_failures = big::UNMAP_FAILURES.load(Ordering::Relaxed);
     s.libc_blocks = big::LIBC_BLOCKS.load(Ordering::Relaxed);
+    s.small_blocks_in_large = big::SMALL_IN_LARGE.load(Ordering::Relaxed);
     s.orphan_borrows = heap::BORROWS.load(Ordering::Relaxed);
     s.released_bytes = release::RELEASED_BYTES.load(Ordering::Relaxed);
     s.release_calls = release::RELEASE_CALLS.load(Ordering::Relaxed);

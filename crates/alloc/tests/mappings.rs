@@ -1,5 +1,5 @@
-//! Many buffers of a few tens of KiB, or small over-aligned blocks, every other one
-//! freed: the pattern that splits
+//! Many buffers of a few tens of KiB, of 256 KiB or 1 MiB, or small over-aligned
+//! blocks, every other one freed: the pattern that splits
 //! one mapping per block into tens of thousands of mappings until the kernel's limit
 //! (`vm.max_map_count`, 65530 by default) makes `munmap` and then every new mapping
 //! fail. Blocks up to [`handoff_alloc::class::MAX_SMALL`] come from the arena, so the
@@ -28,6 +28,59 @@ fn mappings() -> usize {
 fn few_mappings_whatever_is_freed() {
     freeing_every_other_40_kib_buffer_adds_few_mappings();
     over_aligned_small_blocks_come_from_the_arena();
+    // Blocks over 256 KiB, and blocks of 256 KiB beyond what one heap's region holds
+    // (16 383), each became a mapping of its own (the latter through the C library's
+    // malloc) until issue 48: 140 000 buffers of 1 MiB, every other freed and refilled,
+    // reached the kernel's mapping limit (65 530 by default) with thousands of `munmap`
+    // calls refused.
+    buffers_every_other_freed_and_refilled(1 << 20);
+    buffers_every_other_freed_and_refilled(256 << 10);
+}
+
+fn buffers_every_other_freed_and_refilled(size: usize) {
+    const BLOCKS: usize = 140_000;
+    let before = mappings();
+    let s0 = handoff_alloc::stats();
+    let new_buffer = |k: usize| {
+        let mut v = Vec::<u8>::with_capacity(size);
+        v.push(k as u8);
+        black_box(v)
+    };
+    let mut bufs: Vec<Vec<u8>> = (0..BLOCKS).map(new_buffer).collect();
+    let mut peak = mappings();
+    for b in bufs.iter_mut().step_by(2) {
+        *b = Vec::new();
+    }
+    peak = peak.max(mappings());
+    for (k, b) in bufs.iter_mut().enumerate().step_by(2) {
+        *b = new_buffer(k);
+    }
+    peak = peak.max(mappings());
+    let s = handoff_alloc::stats();
+    eprintln!(
+        "{BLOCKS} buffers of {} KiB, every other freed and refilled: {before} mappings before, \
+         {peak} at the peak; {} munmap calls refused, {} blocks from malloc, {} small \
+         blocks in the large range",
+        size >> 10,
+        s.unmap_failures - s0.unmap_failures,
+        s.libc_blocks - s0.libc_blocks,
+        s.small_blocks_in_large - s0.small_blocks_in_large
+    );
+    assert!(bufs
+        .iter()
+        .enumerate()
+        .all(|(k, b)| b[0] == k as u8 && b.capacity() >= size));
+    drop(bufs);
+    assert_eq!(
+        s.unmap_failures, s0.unmap_failures,
+        "munmap calls were refused"
+    );
+    assert_eq!(s.libc_blocks, s0.libc_blocks, "blocks came from malloc");
+    assert!(
+        peak < 5_000,
+        "{BLOCKS} buffers of {} KiB: {peak} mappings at the peak",
+        size >> 10
+    );
 }
 
 /// 20 000 small blocks aligned beyond the classes' own 128 bytes (a cache-line pair, a
