@@ -190,10 +190,13 @@ pub struct LockFree;
 /// When a thread exits, its magazines go to the depot; the pool may be used from
 /// thread-local destructors, before or after that happens (after it, directly at the
 /// depot). That hand-over runs in the thread's thread-local destructors, which
-/// `std::thread::scope` does not wait for: right after a scope returns, a fixed pool
-/// whose slots sit in its threads' magazines can still refuse an allocation. A scoped
-/// thread whose slots are needed as soon as the scope ends calls
-/// [`Pool::flush`](crate::Pool::flush) before it returns.
+/// `std::thread::scope` does not wait for; so an allocation that finds a fixed pool
+/// exhausted while other threads hold magazines waits (yielding, up to 5 ms) for such
+/// threads to exit and hand them back, and right after a scope returns its threads'
+/// slots are available. When no other thread holds magazines, an exhausted pool
+/// refuses at once; when the threads that hold them live on, it refuses after the
+/// wait (size the pool for `threads × 2 × magazine` slots on top of what is live, or
+/// call [`Pool::flush`](crate::Pool::flush) on those threads).
 #[cfg(any(feature = "std", loom))]
 #[derive(Clone, Copy, Debug)]
 pub struct ThreadCached;
