@@ -857,7 +857,7 @@ impl Heap {
     }
 
     /// Takes heap `self` for the calling thread if nobody owns it; true if it did.
-    fn try_take(&self) -> bool {
+    pub(crate) fn try_take(&self) -> bool {
         // Acquire: the heap's last owner gave it up with a store that releases
         // (`hand_back`), so its magazines, depots and lists are ours as it left them.
         if self.owned.load(Ordering::Relaxed)
@@ -888,8 +888,12 @@ impl Heap {
             self.flush_outboxes();
             self.retire_all();
             self.flush_outboxes();
-            self.hand_back();
         }
+        crate::release::note_given_up(self.index());
+        // SAFETY: as above.
+        unsafe { self.hand_back() };
+        // A thread's exit is a moment to give back the memory of heaps left idle.
+        crate::release::release_idle(crate::release::DECAY_NS);
     }
 
     /// Lets another thread take the heap, marking in the hint the classes it holds
@@ -898,7 +902,7 @@ impl Heap {
     /// # Safety
     /// The caller owns this heap, its outboxes are empty, and it does not use the
     /// heap afterwards.
-    unsafe fn hand_back(&self) {
+    pub(crate) unsafe fn hand_back(&self) {
         let mut holds = 0u32;
         for c in 0..NUM_CLASSES {
             // SAFETY: the caller owns the heap.
@@ -1138,7 +1142,10 @@ fn claim(l: &Local) -> Option<&'static Heap> {
     if let Some(h) = HEAP[1..geometry().heaps].iter().find(|h| h.try_take()) {
         // Relaxed: a figure for statistics.
         h.owners.fetch_add(1, Ordering::Relaxed);
+        crate::release::note_claimed(h.index());
         bind(l, h);
+        // A thread's start is a moment to give back the memory of heaps left idle.
+        crate::release::release_idle(crate::release::DECAY_NS);
         return Some(h);
     }
     l.mode.set(WAITING);
@@ -1250,6 +1257,23 @@ pub(crate) fn flush() {
         // SAFETY: a heap this thread owns.
         unsafe { h.flush_outboxes() };
     }
+}
+
+/// See [`crate::trim`].
+pub(crate) fn trim() -> usize {
+    let mut done = 0;
+    if let Ok(Some(h)) = LOCAL.try_with(|l| l.owned()) {
+        // SAFETY: a heap this thread owns (so the arena is reserved); no reference into
+        // its bins is alive here. Its magazines and returned blocks go to its depots
+        // first (borrowed blocks back to their owners), as at thread exit.
+        unsafe {
+            h.retire_all();
+            h.flush_outboxes();
+            h.release_all();
+        }
+        done += 1;
+    }
+    done + crate::release::release_idle(0)
 }
 
 #[cfg(test)]

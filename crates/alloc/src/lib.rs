@@ -55,12 +55,14 @@
 //!   threads returned to it, then those its thread kept (freed again, they go back to
 //!   that heap). An exiting thread gathers its free blocks into its depots, sorted, so
 //!   the next owner gets them in address order, not in the order of the frees.
-//! - **Memory back to the system.** A live thread keeps its free blocks resident. When
-//!   it exits, every whole page that only its free blocks cover goes back with
-//!   `MADV_DONTNEED` (beyond 256 KiB per heap, kept for the next thread), and so do the
-//!   pages past the first of blocks of 16 KiB or more that other threads free to a heap
-//!   whose thread has exited. Resident memory settles in a program whose threads come
-//!   and go (docs/alloc.md, "When memory goes back to the system").
+//! - **Memory back to the system.** A live thread keeps its free blocks resident
+//!   ([`trim`] gives them back on demand). A heap whose thread exited gives back
+//!   (`MADV_DONTNEED`) at once the pages of the blocks other threads returned to it, and,
+//!   once no thread has claimed it for a second, every whole page that only free blocks
+//!   cover (beyond 256 KiB), when another thread starts or exits; blocks of 16 KiB or
+//!   more that other threads free to such a heap give back their pages past the first
+//!   at once. Resident memory settles in a program whose threads come and go
+//!   (docs/alloc.md, "When memory goes back to the system").
 //! - **Large blocks.** Above 256 KiB and up to 4 MiB (at most page-aligned), a block is
 //!   a slot of one of 16 large classes in a range reserved once; committed slots stay
 //!   one mapping however many are freed, and a freed slot gives its memory back (but
@@ -168,6 +170,26 @@ static GLOBAL: HandoffAlloc = HandoffAlloc;
 pub fn flush() {
     #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
     heap::flush();
+}
+
+/// Gives memory back to the system now, as `malloc_trim` does: the whole pages that only
+/// free blocks cover in the calling thread's heap (its magazines and the blocks other
+/// threads returned to it are moved to its depots first), beyond 256 KiB, and in every
+/// heap whose thread has exited (which otherwise happens once such a heap has stayed
+/// unclaimed for a second, when another thread starts or exits). The blocks stay free and are used again; their pages fault
+/// in again when they are. Returns how many heaps it went through.
+///
+/// ```
+/// let v = vec![0u8; 100 << 10];
+/// drop(v);
+/// let heaps = handoff_alloc::trim();
+/// assert!(heaps <= 128);
+/// ```
+pub fn trim() -> usize {
+    #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+    return heap::trim();
+    #[cfg(not(all(target_os = "linux", target_pointer_width = "64", not(loom))))]
+    0
 }
 
 /// The number of this thread's heap (see [`heap_stats`]), or `None` while it has none:

@@ -2,36 +2,37 @@
 //!
 //! A heap's free blocks stay resident while a thread owns the heap: the thread will
 //! probably allocate them again, and a block given back costs a page fault (and a page
-//! of zeros) when it is used next. When the thread exits, its heap keeps its free blocks
-//! for whoever needs them next (a new thread that claims the heap, or a thread of
-//! another heap that runs out of a class and borrows them), but not their memory:
-//! [`Heap::retire`] gathers every free block of each class (the magazine's, the
-//! depot's, and those other threads returned) into the class's depot, sorts the depot
-//! so that the next owner gets them in address order, and gives back with
-//! `MADV_DONTNEED` every whole page that only free blocks cover, and the committed
-//! pages past the last block ever cut. The address space stays committed: a block
-//! given back reads as zeros when it is next used, and costs a page fault then.
+//! of zeros) when it is used next (`trim` gives them back on demand). When the thread
+//! exits ([`Heap::retire`]), every free block of each class (the magazine's, the
+//! depot's, and those other threads returned) is gathered into the class's depot, whose
+//! new entries are sorted so that the next owner gets them in address order; the pages
+//! of the blocks other threads returned go back at once (`MADV_DONTNEED`), and so do the
+//! committed pages past the last block ever cut. The blocks the thread freed itself keep
+//! their memory: a thread that starts next usually claims the same heap and uses them.
+//! Once the heap has stayed unclaimed for [`DECAY_NS`], the next thread that starts or
+//! exits gives back every whole page only its free blocks cover, beyond [`KEEP`]
+//! ([`release_idle`]). The address space stays committed: a block given back reads as
+//! zeros when it is next used.
 //!
-//! So a program whose threads come and go holds, beyond its live blocks, the free
-//! stock of its live threads (each at most what it once used), the blocks freed to an
-//! exited thread's heap since it exited (until a thread takes them), and the parts of
-//! pages shared with live blocks. `Stats::released_bytes` counts what went back.
+//! A block of [`RELEASE_REMOTE_MIN`] or more that a thread frees to a heap nobody owns
+//! gives back its pages past the first at once ([`on_remote_free`]).
 //!
 //! Until issue 48 an exited heap kept all of its memory resident, and a class whose
 //! blocks were all free was forgotten (cut again from its region's start); waves of
 //! short-lived threads then grew the process by a few MiB per wave, without bound.
 
+use crate::class::HEAPS;
 use crate::class::{class_size, NUM_CLASSES};
-use crate::heap::{add, decode, Heap};
+use crate::heap::{add, decode, Heap, HEAP};
 use crate::os;
 use crate::remote::{next, set_next};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes of arena memory given back to the system so far.
 pub(crate) static RELEASED_BYTES: AtomicU64 = AtomicU64::new(0);
-/// Bytes of free blocks a heap keeps resident when its thread exits, the smallest
-/// classes' lowest blocks first: a short-lived thread that claims it next finds them
-/// without a page fault.
+/// Bytes of free blocks an idle heap keeps resident when [`release_idle`] gives its
+/// memory back, the smallest classes' lowest blocks first: a thread that claims it
+/// later finds them without a page fault.
 const KEEP: usize = 256 << 10;
 /// `madvise` calls that gave them back.
 pub(crate) static RELEASE_CALLS: AtomicU64 = AtomicU64::new(0);
@@ -56,16 +57,103 @@ pub(crate) unsafe fn on_remote_free(owner: usize, c: usize, p: *mut u8) {
     if size < RELEASE_REMOTE_MIN || crate::heap::HEAP[owner].is_owned() {
         return;
     }
-    let from = (p.addr() & !(os::PAGE - 1)) + os::PAGE;
+    // SAFETY: the caller's contract; the first 8 bytes will hold the chain's link.
+    unsafe { release_whole_pages(p, size, 8) };
+}
+
+/// Gives back every whole page of the block `[p, p + size)` that does not hold its
+/// first `skip` bytes.
+///
+/// # Safety
+/// `p` is a free block of `size` bytes in committed arena memory that only the calling
+/// thread can reach, and nothing in it past its first `skip` bytes is needed.
+unsafe fn release_whole_pages(p: *mut u8, size: usize, skip: usize) {
+    let from = (p.addr() + skip).next_multiple_of(os::PAGE);
     let to = (p.addr() + size) & !(os::PAGE - 1);
     if to > from {
-        // SAFETY: whole pages inside a free block only this thread can reach, past
-        // the page that holds its link word; committed arena memory.
+        // SAFETY: whole pages inside the block, past its first `skip` bytes.
         unsafe { os::release(p.wrapping_add(from - p.addr()), to - from) };
         // Relaxed: figures for statistics.
         RELEASED_BYTES.fetch_add((to - from) as u64, Ordering::Relaxed);
         RELEASE_CALLS.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// How long a heap nobody owns keeps its free blocks' memory before [`release_idle`]
+/// gives it back.
+pub(crate) const DECAY_NS: u64 = 1_000_000_000;
+
+/// Heaps given up whose free blocks still have their memory: bit `h % 64` of word
+/// `h / 64`. Set by [`Heap::give_up`], cleared by the thread that claims the heap (it
+/// will use the memory) or by [`release_idle`].
+static PENDING: [AtomicU64; HEAPS / 64] = [const { AtomicU64::new(0) }; HEAPS / 64];
+/// When each heap was last given up (`CLOCK_MONOTONIC_COARSE`, nanoseconds).
+static RETIRED_AT: [AtomicU64; HEAPS] = [const { AtomicU64::new(0) }; HEAPS];
+
+/// The coarse monotonic clock, in nanoseconds (a read of the vDSO's copy, no system
+/// call on Linux).
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes the struct it is given and nothing else.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+/// Heap `h` has just been given up with its free blocks' memory: [`release_idle`] gives
+/// it back once the heap has stayed unclaimed for [`DECAY_NS`].
+pub(crate) fn note_given_up(h: usize) {
+    // Relaxed: hints. A thread that acts on them takes the heap with an acquire
+    // compare-and-swap before it touches anything of it.
+    RETIRED_AT[h].store(now_ns(), Ordering::Relaxed);
+    PENDING[h / 64].fetch_or(1 << (h % 64), Ordering::Relaxed);
+}
+
+/// Heap `h` has just been claimed by a thread, which will use its memory.
+pub(crate) fn note_claimed(h: usize) {
+    if PENDING[h / 64].load(Ordering::Relaxed) & (1 << (h % 64)) != 0 {
+        // Relaxed: a hint, as in `note_given_up`.
+        PENDING[h / 64].fetch_and(!(1 << (h % 64)), Ordering::Relaxed);
+    }
+}
+
+/// Gives back the memory of the free blocks of every heap nobody has owned for at
+/// least `age` nanoseconds ([`DECAY_NS`] when threads start and exit; 0 for
+/// [`trim`](crate::trim)), but [`KEEP`] bytes each: each such heap is taken for a
+/// moment (skipped if another thread holds it), its depots sorted, the whole pages
+/// only free blocks cover and its committed pages past the last block cut given back.
+/// Returns how many heaps it went through.
+pub(crate) fn release_idle(age: u64) -> usize {
+    let mut done = 0;
+    let now = now_ns();
+    for (word, bits) in PENDING.iter().enumerate() {
+        let mut bits = bits.load(Ordering::Relaxed);
+        while bits != 0 {
+            let h = word * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if now.wrapping_sub(RETIRED_AT[h].load(Ordering::Relaxed)) < age {
+                continue;
+            }
+            let heap = &HEAP[h];
+            if !heap.try_take() {
+                continue; // claimed (or held by a borrower) meanwhile
+            }
+            PENDING[word].fetch_and(!(1 << (h % 64)), Ordering::Relaxed);
+            // SAFETY: this thread took the heap from nobody; the arena is reserved
+            // (the heap was owned once); its outboxes are empty (flushed when its
+            // thread gave it up).
+            unsafe {
+                heap.release_all();
+                heap.hand_back();
+            }
+            done += 1;
+        }
+    }
+    done
 }
 
 impl Heap {
@@ -102,7 +190,7 @@ impl Heap {
     /// # Safety
     /// The caller owns this heap, the arena is reserved, and no reference into the
     /// class's magazine or bin is alive. The caller flushes the outboxes afterwards.
-    pub(crate) unsafe fn retire(&self, c: usize, keep: &mut usize) {
+    pub(crate) unsafe fn retire(&self, c: usize) {
         let mag = &self.mags[c];
         let bin = &self.bins[c];
         let me = self.index();
@@ -132,6 +220,11 @@ impl Heap {
                 match decode(p) {
                     Some((owner, class)) if owner == me => {
                         debug_assert_eq!(class, c);
+                        // Returned by another thread: its whole pages go back now (the
+                        // link was read above; nothing in the block is needed).
+                        // SAFETY: a free block of this class that only this thread
+                        // can reach.
+                        unsafe { release_whole_pages(p, class_size(c), 0) };
                         // SAFETY: a free block of this heap and class, off every chain.
                         unsafe { self.stash(c, p) };
                         add(&bin.reclaimed, 1);
@@ -149,35 +242,52 @@ impl Heap {
             }
         }
         // SAFETY: the caller owns the heap; nothing else refers into the depot.
-        unsafe { self.sort_and_release(c, keep) };
+        unsafe {
+            self.sort_new(c);
+            self.release_tail(c);
+        }
     }
 
-    /// Sorts class `c`'s depot so that allocations take its blocks in address order,
-    /// and gives back to the system every whole page that only its free blocks cover,
-    /// and the committed pages past the last block cut.
+    /// Sorts the entries class `c`'s depot gained since it was last sorted, so that
+    /// allocations take them in address order (then the older ones, in order too).
     ///
     /// # Safety
     /// The caller owns this heap and no reference into the class's bin is alive.
-    unsafe fn sort_and_release(&self, c: usize, keep: &mut usize) {
+    unsafe fn sort_new(&self, c: usize) {
+        let bin = &self.bins[c];
+        // SAFETY: the owner alone touches the depot and its counters.
+        let (len, settled) = unsafe { (*bin.depot_len.get(), &mut *bin.depot_settled.get()) };
+        // SAFETY: entries below the depot's length are committed, initialised, and only
+        // this thread touches them; the slice lives only in this function.
+        let new =
+            unsafe { core::slice::from_raw_parts_mut(self.depot(c).add(*settled), len - *settled) };
+        *settled = len;
+        // Largest first: `refill` takes from the end, and the magazine hands out the
+        // last it took first, so blocks leave in ascending address order. In place: no
+        // allocation.
+        new.sort_unstable_by(|a, b| b.cmp(a));
+    }
+
+    /// Sorts class `c`'s whole depot, and gives back to the system every whole page that
+    /// only its free blocks cover (beyond what `keep` still allows, lowest first), and
+    /// the committed pages past the last block cut.
+    ///
+    /// # Safety
+    /// The caller owns this heap and no reference into the class's bin is alive.
+    unsafe fn release_class(&self, c: usize, keep: &mut usize) {
         let bin = &self.bins[c];
         // SAFETY: the owner alone touches the depot and the bump pointers.
-        let (len, bump, end) = unsafe { (*bin.depot_len.get(), *bin.bump.get(), *bin.end.get()) };
+        let (len, bump) = unsafe { (*bin.depot_len.get(), *bin.bump.get()) };
         if bump.is_null() {
             return; // the class was never used
         }
         let start = self.region_start(c);
         // SAFETY: the owner alone touches the depot's counters.
-        let settled = unsafe { &mut *bin.depot_settled.get() };
-        // Entries below `settled` are where the last release left them (sorted, their
-        // whole pages given back or kept): only those above are new.
+        unsafe { *bin.depot_settled.get() = len };
         // SAFETY: entries below the depot's length are committed, initialised, and only
         // this thread touches them; the slice lives only in this function.
-        let depot =
-            unsafe { core::slice::from_raw_parts_mut(self.depot(c).add(*settled), len - *settled) };
-        *settled = len;
-        // Largest first: `refill` takes from the end, and the magazine hands out the
-        // last it took first, so blocks leave in ascending address order (the new ones
-        // first, then the settled ones, each part in order). In place: no allocation.
+        let depot = unsafe { core::slice::from_raw_parts_mut(self.depot(c), len) };
+        // Largest first, as in `sort_new`; in place.
         depot.sort_unstable_by(|a, b| b.cmp(a));
         let size = class_size(c);
         let released = |lo: usize, hi: usize, keep: &mut usize| {
@@ -210,16 +320,41 @@ impl Heap {
                 None => Some((offset, offset + size)),
             };
         }
-        // The committed memory past the last block cut holds no block.
-        let (cut, committed) = (bump.addr() - start.addr(), end.addr() - start.addr());
         if let Some((lo, hi)) = run {
             released(lo, hi, keep);
         }
+        // SAFETY: the caller owns the heap.
+        unsafe { self.release_tail(c) };
+    }
+
+    /// Gives back the committed memory of class `c` past the last block cut (it holds
+    /// no block; a region past 4 MiB populates each new MiB at once, so it may be
+    /// resident), unless nothing was committed since it was last given back.
+    ///
+    /// # Safety
+    /// The caller owns this heap.
+    unsafe fn release_tail(&self, c: usize) {
+        let bin = &self.bins[c];
         // SAFETY: the owner alone touches the bump pointers.
-        let tail = unsafe { &mut *bin.tail_released.get() };
-        if *tail != end {
-            released(cut, committed, &mut 0);
-            *tail = end;
+        let (bump, end, tail) = unsafe {
+            (
+                *bin.bump.get(),
+                *bin.end.get(),
+                &mut *bin.tail_released.get(),
+            )
+        };
+        if bump.is_null() || *tail == end {
+            return;
+        }
+        *tail = end;
+        let from = bump.addr().next_multiple_of(os::PAGE);
+        if end.addr() > from {
+            // SAFETY: committed arena memory of this heap's class past every block cut
+            // (page-aligned: `end` is a commit boundary), which nothing uses.
+            unsafe { os::release(bump.wrapping_add(from - bump.addr()), end.addr() - from) };
+            // Relaxed: figures for statistics.
+            RELEASED_BYTES.fetch_add((end.addr() - from) as u64, Ordering::Relaxed);
+            RELEASE_CALLS.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -228,10 +363,23 @@ impl Heap {
     /// # Safety
     /// As for [`retire`](Self::retire).
     pub(crate) unsafe fn retire_all(&self) {
+        for c in 0..NUM_CLASSES {
+            // SAFETY: the caller's contract.
+            unsafe { self.retire(c) };
+        }
+    }
+
+    /// [`release_class`](Self::release_class) for every class, keeping [`KEEP`] bytes
+    /// resident in all.
+    ///
+    /// # Safety
+    /// The caller owns this heap, the arena is reserved, and no reference into its bins
+    /// is alive.
+    pub(crate) unsafe fn release_all(&self) {
         let mut keep = KEEP;
         for c in 0..NUM_CLASSES {
             // SAFETY: the caller's contract.
-            unsafe { self.retire(c, &mut keep) };
+            unsafe { self.release_class(c, &mut keep) };
         }
     }
 }

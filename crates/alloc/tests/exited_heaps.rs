@@ -278,7 +278,7 @@ fn resident_pages(p: usize, len: usize) -> usize {
     vec.iter().filter(|&&b| b & 1 != 0).count()
 }
 
-fn a_class_left_all_free_at_thread_exit_gives_its_memory_back_and_keeps_its_order() {
+fn a_class_left_all_free_at_thread_exit_keeps_its_order_and_gives_its_memory_back() {
     // 16 KiB + 1 to 24 KiB: a class no other test here uses.
     const SIZE: usize = 20_000;
     const BLOCK: usize = 24 * 1024;
@@ -302,16 +302,23 @@ fn a_class_left_all_free_at_thread_exit_gives_its_memory_back_and_keeps_its_orde
             unsafe { GLOBAL.dealloc(p as *mut u8, layout) };
         }
     };
+    let resident =
+        |blocks: &[usize]| -> usize { blocks.iter().map(|&p| resident_pages(p, SIZE)).sum() };
+    // A thread that exits after the one that uses the class, to give the exited heap's
+    // memory back once it has been idle long enough; it takes its own heap first.
+    let (go, wait) = mpsc::channel::<()>();
+    let (ready, is_ready) = mpsc::channel::<()>();
+    let later = thread::spawn(move || {
+        drop(black_box(Box::new(0u64)));
+        ready.send(()).unwrap();
+        wait.recv().unwrap();
+    });
+    is_ready.recv().unwrap();
     let (heap, blocks, carved) = thread::spawn(move || {
         let blocks = alloc_all(N);
         let heap = handoff_alloc::thread_heap().unwrap();
         let carved = handoff_alloc::heap_stats(heap).unwrap().blocks_carved;
         assert!(carved >= N as u64, "{carved}");
-        let resident: usize = blocks.iter().map(|&p| resident_pages(p, SIZE)).sum();
-        assert!(
-            resident >= N * 3,
-            "the blocks were written: {resident} pages resident"
-        );
         // Freed in a scrambled order, which is the order the depot keeps.
         let mut order = blocks.clone();
         order.sort_by_key(|&p| p.wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -320,22 +327,31 @@ fn a_class_left_all_free_at_thread_exit_gives_its_memory_back_and_keeps_its_orde
     })
     .join()
     .unwrap();
-    // The blocks are kept for the next owner (none forgotten, none cut again), but
-    // their pages went back to the system, beyond the heap's small allowance (256 KiB,
-    // at most 11 blocks of this class).
+    // The blocks are kept for the next owner (none forgotten, none cut again).
     let after = handoff_alloc::heap_stats(heap).unwrap();
     assert_eq!(
         after.blocks_carved, carved,
         "blocks were forgotten: {after:?}"
     );
-    let resident: usize = blocks.iter().map(|&p| resident_pages(p, SIZE)).sum();
+    let before = resident(&blocks);
+    assert!(
+        before >= N * 3,
+        "the blocks were written: {before} pages resident"
+    );
+    // Idle for more than a second, the heap gives their pages back when a thread exits
+    // (beyond its small allowance: 256 KiB, at most 11 blocks of this class).
+    thread::sleep(std::time::Duration::from_millis(1200));
+    go.send(()).unwrap();
+    later.join().unwrap();
+    let idle = resident(&blocks);
     eprintln!(
-        "{N} free blocks of 24 KiB after their thread exited: {resident} of {} pages resident",
+        "{N} free blocks of 24 KiB: {before} of {} pages resident after their thread exited, \
+         {idle} after a second idle and another thread's exit",
         N * 3
     );
     assert!(
-        resident <= 12 * 5,
-        "{resident} pages of the exited thread's {N} free blocks stay resident"
+        idle <= 12 * 5,
+        "{idle} pages of the exited thread's {N} free blocks stay resident"
     );
     let lowest = *blocks.iter().min().unwrap();
     on_heap(heap, move || {
@@ -348,7 +364,11 @@ fn a_class_left_all_free_at_thread_exit_gives_its_memory_back_and_keeps_its_orde
             again.windows(2).all(|w| w[1] == w[0] + BLOCK),
             "not in address order"
         );
+        // Trimmed at once by its owner.
         free_all(&again);
+        handoff_alloc::trim();
+        let trimmed = resident(&again);
+        assert!(trimmed <= 12 * 5, "{trimmed} pages resident after trim");
     });
 }
 
@@ -357,6 +377,6 @@ fn heaps_of_exited_threads() {
     blocks_freed_to_exited_workers_are_reused();
     blocks_their_own_threads_freed_before_exiting_are_borrowed();
     a_thread_that_exits_with_live_blocks_leaves_them_collectable();
-    a_class_left_all_free_at_thread_exit_gives_its_memory_back_and_keeps_its_order();
+    a_class_left_all_free_at_thread_exit_keeps_its_order_and_gives_its_memory_back();
     a_thread_on_the_shared_heap_gets_one_when_a_heap_frees_up();
 }
