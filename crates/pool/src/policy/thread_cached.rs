@@ -382,6 +382,7 @@ impl<T> CachedStore<T> {
     /// scope's slots still in its threads' magazines (1005 of 2000 tries in issue 34's
     /// test). `None` when no other thread holds magazines, or when none handed any
     /// back in time.
+    #[cfg(not(loom))]
     #[cold]
     #[inline(never)]
     fn pop_exhausted(&self) -> Option<NonNull<T>> {
