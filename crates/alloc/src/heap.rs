@@ -40,8 +40,6 @@ pub(crate) static OUTBOX_BATCH: [u32; NUM_CLASSES] = {
         let fit = OUTBOX_BYTES / class_size(c);
         t[c] = if fit >= BATCH as usize {
             BATCH
-        } else if fit == 0 {
-            1
         } else {
             fit as u32
         };
@@ -49,6 +47,8 @@ pub(crate) static OUTBOX_BATCH: [u32; NUM_CLASSES] = {
     }
     t
 };
+// Every class's batch holds at least one block.
+const _: () = assert!(MAX_SMALL <= OUTBOX_BYTES);
 /// Memory committed at a time in one region.
 const COMMIT: usize = 1 << 20;
 // `carve` commits one step when the next block does not fit: every class's first block
@@ -259,10 +259,13 @@ pub(crate) struct Bin {
     pub(crate) depot_len: UnsafeCell<usize>,
     /// Depot entries backed by committed memory.
     depot_committed: UnsafeCell<usize>,
-    /// The depot's entries below this index have not moved since the heap's last
-    /// owner gave their pages back (`release`): the lowest length the depot has had
-    /// since then.
+    /// The depot's entries below this index were sorted when the heap was last given up
+    /// or trimmed and have not moved since (the lowest length the depot has had since
+    /// then); `release::sort_new` sorts only the entries above it.
     pub(crate) depot_settled: UnsafeCell<usize>,
+    /// Since when (`release::now_ns`) the entries below `depot_settled` have not moved:
+    /// `release::retire` gives their pages back once that is long enough ago.
+    pub(crate) settled_since: UnsafeCell<u64>,
     /// Free blocks beyond the magazine that the depot could not take because the
     /// system refused to commit its memory, linked through their first words. Empty
     /// unless that happened.
@@ -307,6 +310,7 @@ impl Bin {
             depot_len: UnsafeCell::new(0),
             depot_committed: UnsafeCell::new(0),
             depot_settled: UnsafeCell::new(0),
+            settled_since: UnsafeCell::new(0),
             overflow: UnsafeCell::new(ptr::null_mut()),
             inbox: UnsafeCell::new(ptr::null_mut()),
             bump: UnsafeCell::new(ptr::null_mut()),
@@ -711,8 +715,8 @@ impl Heap {
     }
 
     /// [`send_remote`](Self::send_remote) without counting the block as a remote
-    /// free: for a free block this heap holds but does not own (borrowed, or returned
-    /// to it by mistake of nobody: see `release::retire`), already counted as in flight.
+    /// free: for a free block this heap holds but does not own (borrowed from a heap
+    /// nobody owned: see `release::retire`), already counted as in flight.
     ///
     /// # Safety
     /// As for [`send_remote`](Self::send_remote).
@@ -876,8 +880,9 @@ impl Heap {
     }
 
     /// Gives the heap up when its thread exits: sends the remote frees its thread
-    /// collected, gathers each class's free blocks into its depot and gives their
-    /// memory back to the system (`release`), and hands the heap back.
+    /// collected, gathers each class's free blocks into its depot (giving back the
+    /// memory `release` says goes back at exit), hands the heap back, and gives back the
+    /// memory of heaps left idle.
     ///
     /// # Safety
     /// The caller owns this heap and does not use it afterwards.
@@ -886,7 +891,7 @@ impl Heap {
         // through the outboxes, so they are flushed after it too.
         unsafe {
             self.flush_outboxes();
-            self.retire_all();
+            self.retire_all(crate::release::now_ns());
             self.flush_outboxes();
         }
         crate::release::note_given_up(self.index());
@@ -1267,7 +1272,7 @@ pub(crate) fn trim() -> usize {
         // its bins is alive here. Its magazines and returned blocks go to its depots
         // first (borrowed blocks back to their owners), as at thread exit.
         unsafe {
-            h.retire_all();
+            h.retire_all(crate::release::now_ns());
             h.flush_outboxes();
             h.release_all();
         }

@@ -30,12 +30,12 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes of arena memory given back to the system so far.
 pub(crate) static RELEASED_BYTES: AtomicU64 = AtomicU64::new(0);
+/// `madvise` calls that gave them back.
+pub(crate) static RELEASE_CALLS: AtomicU64 = AtomicU64::new(0);
 /// Bytes of free blocks an idle heap keeps resident when [`release_idle`] gives its
 /// memory back, the smallest classes' lowest blocks first: a thread that claims it
 /// later finds them without a page fault.
 const KEEP: usize = 256 << 10;
-/// `madvise` calls that gave them back.
-pub(crate) static RELEASE_CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// Blocks at least this big that a thread frees to a heap nobody owns give back their
 /// whole pages past the first at once ([`on_remote_free`]).
@@ -58,21 +58,21 @@ pub(crate) unsafe fn on_remote_free(owner: usize, c: usize, p: *mut u8) {
         return;
     }
     // SAFETY: the caller's contract; the first 8 bytes will hold the chain's link.
-    unsafe { release_whole_pages(p, size, 8) };
+    unsafe { release_pages_within(p, 8, size) };
 }
 
-/// Gives back every whole page of the block `[p, p + size)` that does not hold its
-/// first `skip` bytes.
+/// Gives back every whole page inside `[base + lo, base + hi)`, and counts it.
 ///
 /// # Safety
-/// `p` is a free block of `size` bytes in committed arena memory that only the calling
-/// thread can reach, and nothing in it past its first `skip` bytes is needed.
-unsafe fn release_whole_pages(p: *mut u8, size: usize, skip: usize) {
-    let from = (p.addr() + skip).next_multiple_of(os::PAGE);
-    let to = (p.addr() + size) & !(os::PAGE - 1);
+/// The range is committed arena memory whose contents nobody needs and that no other
+/// thread can reach (free blocks, or memory past every block cut, of a heap the caller
+/// owns or of a block only it holds).
+unsafe fn release_pages_within(base: *mut u8, lo: usize, hi: usize) {
+    let from = base.addr().wrapping_add(lo).next_multiple_of(os::PAGE);
+    let to = base.addr().wrapping_add(hi) & !(os::PAGE - 1);
     if to > from {
-        // SAFETY: whole pages inside the block, past its first `skip` bytes.
-        unsafe { os::release(p.wrapping_add(from - p.addr()), to - from) };
+        // SAFETY: whole pages inside the caller's range.
+        unsafe { os::release(base.wrapping_add(from - base.addr()), to - from) };
         // Relaxed: figures for statistics.
         RELEASED_BYTES.fetch_add((to - from) as u64, Ordering::Relaxed);
         RELEASE_CALLS.fetch_add(1, Ordering::Relaxed);
@@ -82,6 +82,10 @@ unsafe fn release_whole_pages(p: *mut u8, size: usize, skip: usize) {
 /// How long a heap nobody owns keeps its free blocks' memory before [`release_idle`]
 /// gives it back.
 pub(crate) const DECAY_NS: u64 = 1_000_000_000;
+/// How long free blocks that no owner of a heap takes keep their memory when threads
+/// take the heap and give it back again and again ([`Heap::release_stale`]). Short:
+/// blocks an owner uses never reach it, whatever it is.
+const STALE_NS: u64 = 50_000_000;
 
 /// Heaps given up whose free blocks still have their memory: bit `h % 64` of word
 /// `h / 64`. Set by [`Heap::give_up`], cleared by the thread that claims the heap (it
@@ -92,7 +96,7 @@ static RETIRED_AT: [AtomicU64; HEAPS] = [const { AtomicU64::new(0) }; HEAPS];
 
 /// The coarse monotonic clock, in nanoseconds (a read of the vDSO's copy, no system
 /// call on Linux).
-fn now_ns() -> u64 {
+pub(crate) fn now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -183,14 +187,15 @@ impl Heap {
     }
 
     /// Gathers every free block of class `c` this heap holds into its depot (blocks
-    /// of other heaps it holds go back to their owners through the outboxes), sorts
-    /// the depot, and gives back the pages only free blocks cover. Called when the
-    /// heap's thread exits.
+    /// of other heaps it holds go back to their owners through the outboxes), gives
+    /// back the pages of the blocks other threads returned and of the committed memory
+    /// past the last block cut, and sorts the depot's new entries. Called when the
+    /// heap's thread exits, and by `trim`.
     ///
     /// # Safety
     /// The caller owns this heap, the arena is reserved, and no reference into the
     /// class's magazine or bin is alive. The caller flushes the outboxes afterwards.
-    pub(crate) unsafe fn retire(&self, c: usize) {
+    pub(crate) unsafe fn retire(&self, c: usize, now: u64, keep: &mut usize) {
         let mag = &self.mags[c];
         let bin = &self.bins[c];
         let me = self.index();
@@ -224,7 +229,7 @@ impl Heap {
                         // link was read above; nothing in the block is needed).
                         // SAFETY: a free block of this class that only this thread
                         // can reach.
-                        unsafe { release_whole_pages(p, class_size(c), 0) };
+                        unsafe { release_pages_within(p, 0, class_size(c)) };
                         // SAFETY: a free block of this heap and class, off every chain.
                         unsafe { self.stash(c, p) };
                         add(&bin.reclaimed, 1);
@@ -243,9 +248,38 @@ impl Heap {
         }
         // SAFETY: the caller owns the heap; nothing else refers into the depot.
         unsafe {
+            self.release_stale(c, now, keep);
             self.sort_new(c);
             self.release_tail(c);
         }
+    }
+
+    /// Gives back the pages of class `c`'s depot entries that no owner has taken for
+    /// [`STALE_NS`] (those below `depot_settled`, unmoved since `settled_since`), beyond
+    /// what `keep` still allows: a heap that threads take and give back again and
+    /// again, whose old stock none of them uses, does not keep it resident for ever.
+    /// A heap whose owners use all of its stock (a test repeated on a fresh thread)
+    /// gives nothing back here.
+    ///
+    /// # Safety
+    /// The caller owns this heap and no reference into the class's bin is alive.
+    unsafe fn release_stale(&self, c: usize, now: u64, keep: &mut usize) {
+        let bin = &self.bins[c];
+        // SAFETY: the owner alone touches the depot's counters.
+        let (settled, since) = unsafe { (*bin.depot_settled.get(), &mut *bin.settled_since.get()) };
+        if settled == 0 {
+            *since = now; // everything in the depot is new as of this exit
+            return;
+        }
+        if now.wrapping_sub(*since) < STALE_NS {
+            return;
+        }
+        *since = now;
+        // SAFETY: entries below `settled` are committed, initialised, and only this
+        // thread touches them; the slice lives only in this call.
+        let stale = unsafe { core::slice::from_raw_parts_mut(self.depot(c), settled) };
+        // SAFETY: the caller owns the heap.
+        unsafe { self.release_runs(c, stale, keep) };
     }
 
     /// Sorts the entries class `c`'s depot gained since it was last sorted, so that
@@ -281,35 +315,43 @@ impl Heap {
         if bump.is_null() {
             return; // the class was never used
         }
-        let start = self.region_start(c);
         // SAFETY: the owner alone touches the depot's counters.
-        unsafe { *bin.depot_settled.get() = len };
+        unsafe {
+            *bin.depot_settled.get() = len;
+            *bin.settled_since.get() = now_ns();
+        }
         // SAFETY: entries below the depot's length are committed, initialised, and only
         // this thread touches them; the slice lives only in this function.
         let depot = unsafe { core::slice::from_raw_parts_mut(self.depot(c), len) };
-        // Largest first, as in `sort_new`; in place.
-        depot.sort_unstable_by(|a, b| b.cmp(a));
+        // SAFETY: the caller owns the heap.
+        unsafe {
+            self.release_runs(c, depot, keep);
+            self.release_tail(c);
+        }
+    }
+
+    /// Sorts `entries` (part of class `c`'s depot) largest first, as `sort_new` does,
+    /// and gives back every whole page that a run of their blocks, lying end to end,
+    /// covers, beyond what `keep` still allows (lowest first).
+    ///
+    /// # Safety
+    /// The caller owns this heap; `entries` are entries of class `c`'s depot.
+    unsafe fn release_runs(&self, c: usize, entries: &mut [u32], keep: &mut usize) {
+        let start = self.region_start(c);
+        // In place: no allocation.
+        entries.sort_unstable_by(|a, b| b.cmp(a));
         let size = class_size(c);
         let released = |lo: usize, hi: usize, keep: &mut usize| {
             // The lowest free blocks stay resident while the heap's allowance lasts.
             let kept = (*keep).min(hi.saturating_sub(lo));
             *keep -= kept;
-            let lo = lo + kept;
-            let from = start.addr().wrapping_add(lo).next_multiple_of(os::PAGE);
-            let to = (start.addr().wrapping_add(hi)) & !(os::PAGE - 1);
-            if to > from {
-                // SAFETY: page-aligned, committed arena memory covered only by free
-                // blocks of this heap's class (or never cut), which no thread reads:
-                // this thread owns the heap, and its free blocks hold nothing.
-                unsafe { os::release(start.wrapping_add(from - start.addr()), to - from) };
-                // Relaxed: figures for statistics.
-                RELEASED_BYTES.fetch_add((to - from) as u64, Ordering::Relaxed);
-                RELEASE_CALLS.fetch_add(1, Ordering::Relaxed);
-            }
+            // SAFETY: a run of free blocks of this heap's class, which this thread owns;
+            // free blocks hold nothing.
+            unsafe { release_pages_within(start, lo + kept, hi) };
         };
         // Runs of free blocks that lie end to end, ascending.
         let mut run: Option<(usize, usize)> = None;
-        for &offset in depot.iter().rev() {
+        for &offset in entries.iter().rev() {
             let offset = offset as usize;
             run = match run {
                 Some((lo, hi)) if hi == offset => Some((lo, hi + size)),
@@ -323,8 +365,6 @@ impl Heap {
         if let Some((lo, hi)) = run {
             released(lo, hi, keep);
         }
-        // SAFETY: the caller owns the heap.
-        unsafe { self.release_tail(c) };
     }
 
     /// Gives back the committed memory of class `c` past the last block cut (it holds
@@ -347,25 +387,20 @@ impl Heap {
             return;
         }
         *tail = end;
-        let from = bump.addr().next_multiple_of(os::PAGE);
-        if end.addr() > from {
-            // SAFETY: committed arena memory of this heap's class past every block cut
-            // (page-aligned: `end` is a commit boundary), which nothing uses.
-            unsafe { os::release(bump.wrapping_add(from - bump.addr()), end.addr() - from) };
-            // Relaxed: figures for statistics.
-            RELEASED_BYTES.fetch_add((end.addr() - from) as u64, Ordering::Relaxed);
-            RELEASE_CALLS.fetch_add(1, Ordering::Relaxed);
-        }
+        // SAFETY: committed memory of this heap's class past every block cut, which
+        // nothing uses.
+        unsafe { release_pages_within(bump, 0, end.addr().saturating_sub(bump.addr())) };
     }
 
     /// [`retire`](Self::retire) for every class.
     ///
     /// # Safety
     /// As for [`retire`](Self::retire).
-    pub(crate) unsafe fn retire_all(&self) {
+    pub(crate) unsafe fn retire_all(&self, now: u64) {
+        let mut keep = KEEP;
         for c in 0..NUM_CLASSES {
             // SAFETY: the caller's contract.
-            unsafe { self.retire(c) };
+            unsafe { self.retire(c, now, &mut keep) };
         }
     }
 

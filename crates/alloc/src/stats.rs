@@ -74,9 +74,12 @@ pub struct Stats {
     /// Blocks so taken from the depots of heaps nobody owns (those taken from their
     /// remote stacks are counted as remote frees), ever.
     pub orphan_blocks_lent: u64,
-    /// Arena memory given back to the system with `MADV_DONTNEED` when threads exited
-    /// (the pages only free blocks covered), ever; it stays committed and reads as
-    /// zeros when used again. See the crate's docs on when memory goes back.
+    /// Arena memory given back to the system with `MADV_DONTNEED`, ever: at thread
+    /// exit, from heaps left idle, by [`trim`](crate::trim), and from big blocks freed
+    /// to exited heaps (pages only free blocks cover; a page may be counted again when
+    /// a later release covers it while it is still given back). It stays committed and
+    /// reads as zeros when used again. Large blocks' slots are not counted here. See
+    /// the crate's docs on when memory goes back.
     pub released_bytes: u64,
     /// The `madvise` calls that gave it back, ever.
     pub release_calls: u64,

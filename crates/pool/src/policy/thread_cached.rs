@@ -402,13 +402,20 @@ impl<T> CachedStore<T> {
             // (and counted itself out) before this look has them in the depot by the
             // attempt.
             let last = !others() || std::time::Instant::now() >= deadline;
-            let p = match self.with_mags(|m| m.alloc(self)) {
-                Some(p) => p,
-                None => self.pop_slow(),
-            };
+            let p = self.pop_once();
             if p.is_some() || last {
                 return p;
             }
+        }
+    }
+
+    /// One attempt at a free slot: the thread's magazines, else the slow path.
+    #[cfg(not(loom))]
+    #[inline(always)]
+    fn pop_once(&self) -> Option<NonNull<T>> {
+        match self.with_mags(|m| m.alloc(self)) {
+            Some(p) => p,
+            None => self.pop_slow(),
         }
     }
 
@@ -522,11 +529,7 @@ unsafe impl<T> Store<T> for CachedStore<T> {
     #[inline(always)]
     fn pop(&self) -> Option<(NonNull<T>, ())> {
         #[cfg(not(loom))]
-        let p = match self.with_mags(|m| m.alloc(self)) {
-            Some(p) => p,
-            None => self.pop_slow(),
-        }
-        .or_else(|| self.pop_exhausted());
+        let p = self.pop_once().or_else(|| self.pop_exhausted());
         #[cfg(loom)]
         let p = self.with_loom_mags(|m| m.alloc(self));
         p.map(|p| (p, ()))
