@@ -259,13 +259,17 @@ pub(crate) struct Bin {
     pub(crate) depot_len: UnsafeCell<usize>,
     /// Depot entries backed by committed memory.
     depot_committed: UnsafeCell<usize>,
-    /// The depot's entries below this index were sorted when the heap was last given up
-    /// or trimmed and have not moved since (the lowest length the depot has had since
-    /// then); `release::sort_new` sorts only the entries above it.
+    /// The depot's entries below this index have not left it since `settled_since`
+    /// (the lowest length the depot has had since then); `release::sort_new` sorts
+    /// only the entries above it.
     pub(crate) depot_settled: UnsafeCell<usize>,
     /// Since when (`release::now_ns`) the entries below `depot_settled` have not moved:
-    /// `release::retire` gives their pages back once that is long enough ago.
+    /// `release` gives their pages back once that is long enough ago.
     pub(crate) settled_since: UnsafeCell<u64>,
+    /// The depot's entries below this index have had their pages given back and have
+    /// not left it since (the lowest length since then): `release` does not give them
+    /// back again.
+    pub(crate) depot_released: UnsafeCell<usize>,
     /// Free blocks beyond the magazine that the depot could not take because the
     /// system refused to commit its memory, linked through their first words. Empty
     /// unless that happened.
@@ -311,6 +315,7 @@ impl Bin {
             depot_committed: UnsafeCell::new(0),
             depot_settled: UnsafeCell::new(0),
             settled_since: UnsafeCell::new(0),
+            depot_released: UnsafeCell::new(0),
             overflow: UnsafeCell::new(ptr::null_mut()),
             inbox: UnsafeCell::new(ptr::null_mut()),
             bump: UnsafeCell::new(ptr::null_mut()),
@@ -325,6 +330,24 @@ impl Bin {
             spills: AtomicU64::new(0),
             to_depot: AtomicU64::new(0),
             from_depot: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Bin {
+    /// Notes that entries were taken from the depot, leaving `len`: the marks of
+    /// entries unmoved (`depot_settled`) and given back (`depot_released`) go down with it.
+    ///
+    /// # Safety
+    /// The caller owns the bin's heap and no reference into its counters is alive.
+    #[inline]
+    pub(crate) unsafe fn depot_shrunk(&self, len: usize) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let settled = &mut *self.depot_settled.get();
+            *settled = (*settled).min(len);
+            let released = &mut *self.depot_released.get();
+            *released = (*released).min(len);
         }
     }
 }
@@ -393,6 +416,12 @@ pub(crate) struct Heap {
     pub(crate) own_frees_slow: AtomicU64,
     /// How many threads have owned it.
     pub(crate) owners: AtomicU64,
+    /// Slow-path calls left before the owner next looks at the clock for
+    /// `release::purge` (the owner's alone).
+    pub(crate) purge_tick: UnsafeCell<u32>,
+    /// When `release::purge` last ran for this heap (`release::now_ns`; the owner's
+    /// alone).
+    pub(crate) purged_at: UnsafeCell<u64>,
 }
 
 const _: () = assert!(OUTBOXES == 128, "the pending mask is a u128");
@@ -419,6 +448,8 @@ impl Heap {
             committed: AtomicU64::new(0),
             own_frees_slow: AtomicU64::new(0),
             owners: AtomicU64::new(0),
+            purge_tick: UnsafeCell::new(0),
+            purged_at: UnsafeCell::new(0),
         }
     }
 
@@ -480,6 +511,8 @@ impl Heap {
     #[cold]
     #[inline(never)]
     unsafe fn spill(&self, c: usize) {
+        // SAFETY: the caller owns the heap; no reference into a bin is alive yet.
+        unsafe { self.tick() };
         let mag = &self.mags[c];
         let bin = &self.bins[c];
         let n = mag.count.load(Ordering::Relaxed) as usize;
@@ -566,6 +599,8 @@ impl Heap {
         let mag = &self.mags[c];
         let bin = &self.bins[c];
         add(&bin.refills, 1);
+        // SAFETY: the caller owns the heap; no reference into a bin is alive yet.
+        unsafe { self.tick() };
         // SAFETY: the owner alone touches its depot and lists.
         let (len, overflow, inbox) = unsafe {
             (
@@ -574,23 +609,25 @@ impl Heap {
                 &mut *bin.inbox.get(),
             )
         };
-        if *len == 0 && overflow.is_null() {
-            if inbox.is_null() {
-                *inbox = self.remote[c].take_all();
-            }
-            if !inbox.is_null() {
-                let p = *inbox;
-                debug_assert_eq!(
-                    decode(p).map(|(_, class)| class),
-                    Some(c),
-                    "a returned block came to the wrong class"
-                );
-                // SAFETY: a block of this heap and class that its freeing thread linked
-                // and pushed; the acquire in `take_all` made the link visible.
-                *inbox = unsafe { next(p) };
-                add(&bin.reclaimed, 1);
-                return p;
-            }
+        // Blocks other threads returned go out before the depot's: a thread whose
+        // blocks come back (made here, freed elsewhere) reuses those first, and the
+        // depot's stock beyond what it needs stays unused, so `release::purge` gives
+        // its memory back. (Depot first, a burst's whole stock kept circulating.)
+        if inbox.is_null() {
+            *inbox = self.remote[c].take_all();
+        }
+        if !inbox.is_null() {
+            let p = *inbox;
+            debug_assert_eq!(
+                decode(p).map(|(_, class)| class),
+                Some(c),
+                "a returned block came to the wrong class"
+            );
+            // SAFETY: a block of this heap and class that its freeing thread linked
+            // and pushed; the acquire in `take_all` made the link visible.
+            *inbox = unsafe { next(p) };
+            add(&bin.reclaimed, 1);
+            return p;
         }
         let want = MAG / 2;
         let mut got = 0u64;
@@ -599,8 +636,7 @@ impl Heap {
             let take = want.min(*len);
             *len -= take;
             // SAFETY: the owner alone touches the depot's counters.
-            let settled = unsafe { &mut *bin.depot_settled.get() };
-            *settled = (*settled).min(*len);
+            unsafe { bin.depot_shrunk(*len) };
             let start = self.region_start(c);
             // SAFETY: the owner alone touches the magazine, which is empty; entries
             // `len..len + take` of the depot are committed and hold the offsets of free
@@ -966,8 +1002,7 @@ impl Heap {
                 return ptr::null_mut();
             }
             *len -= take;
-            let settled = &mut *bin.depot_settled.get();
-            *settled = (*settled).min(*len);
+            bin.depot_shrunk(*len);
             let start = other.region_start(c);
             let depot = other.depot(c).add(*len);
             // Linked so that the lowest address comes out first.

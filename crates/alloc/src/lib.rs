@@ -42,9 +42,10 @@
 //!   not share their lower page-number bits.
 //! - **Remote frees.** A block freed by a thread that does not own it is collected in
 //!   the freeing thread's batch for its owner and class; a batch of 64 blocks (or of
-//!   256 KiB, for bigger classes) goes to the owner's stack for that class with one compare-and-swap. When the owner's depot
-//!   of the class runs dry, it takes that whole stack with one swap and hands its blocks
-//!   out one per allocation, so it never walks a chain of lines another core wrote. A
+//!   256 KiB, for bigger classes) goes to the owner's stack for that class with one
+//!   compare-and-swap. When the owner's magazine of the class runs dry, it takes that
+//!   whole stack with one swap, before its depot, and hands its blocks out one per
+//!   allocation, so it never walks a chain of lines another core wrote. A
 //!   thread flushes its batches when it exits, when it commits new memory, and when it
 //!   calls [`flush`].
 //! - **Thread exit.** An exiting thread gives its heap back; the next thread to start
@@ -55,18 +56,20 @@
 //!   threads returned to it, then those its thread kept (freed again, they go back to
 //!   that heap). An exiting thread gathers its free blocks into its depots, sorted, so
 //!   the next owner gets them in address order, not in the order of the frees.
-//! - **Memory back to the system.** A live thread keeps its free blocks resident
-//!   ([`trim`] gives them back on demand). A heap whose thread exited gives back
-//!   (`MADV_DONTNEED`) at once the pages of the blocks other threads returned to it, and,
-//!   once no thread has claimed it for a second, every whole page that only free blocks
-//!   cover (beyond 256 KiB), when another thread starts or exits; blocks of 16 KiB or
-//!   more that other threads free to such a heap give back their pages past the first
-//!   at once. Resident memory settles in a program whose threads come and go
+//! - **Memory back to the system.** A live thread keeps the free blocks it uses
+//!   resident; about once a second, on its slow paths, it gives back (`MADV_DONTNEED`)
+//!   the pages of free blocks it has not taken for half a second or more (beyond
+//!   64 KiB; [`trim`] gives them back at once). A heap whose thread exited gives back at
+//!   once the pages of the blocks other threads returned to it, and, once no thread has
+//!   claimed it for a second, every whole page that only free blocks cover (beyond
+//!   64 KiB), when another thread starts or exits; blocks of 16 KiB or more that other
+//!   threads free to such a heap give back their pages past the first at once.
+//!   Resident memory stays bounded in a program whose threads come and go
 //!   (docs/alloc.md, "When memory goes back to the system").
 //! - **Large blocks.** Above 256 KiB and up to 4 MiB (at most page-aligned), a block is
 //!   a slot of one of 16 large classes in a range reserved once; committed slots stay
 //!   one mapping however many are freed, and a freed slot gives its memory back (but
-//!   the four most recently freed of its class). A small request whose heap's region
+//!   one freed slot of up to 1 MiB per class). A small request whose heap's region
 //!   is full takes the smallest large class.
 //! - **Big blocks.** Above 4 MiB (or aligned beyond a page; a request aligned beyond
 //!   a class's 128 bytes and up to a page is served inside a bigger class's block), a
@@ -174,7 +177,7 @@ pub fn flush() {
 
 /// Gives memory back to the system now, as `malloc_trim` does: the whole pages that only
 /// free blocks cover in the calling thread's heap (its magazines and the blocks other
-/// threads returned to it are moved to its depots first), beyond 256 KiB, and in every
+/// threads returned to it are moved to its depots first), beyond 64 KiB, and in every
 /// heap whose thread has exited (which otherwise happens once such a heap has stayed
 /// unclaimed for a second, when another thread starts or exits). The blocks stay free and are used again; their pages fault
 /// in again when they are. Returns how many heaps it went through.

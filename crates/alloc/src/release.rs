@@ -1,18 +1,23 @@
 //! When memory goes back to the operating system: the policy, in one place.
 //!
-//! A heap's free blocks stay resident while a thread owns the heap: the thread will
-//! probably allocate them again, and a block given back costs a page fault (and a page
-//! of zeros) when it is used next (`trim` gives them back on demand). When the thread
-//! exits ([`Heap::retire`]), every free block of each class (the magazine's, the
-//! depot's, and those other threads returned) is gathered into the class's depot, whose
-//! new entries are sorted so that the next owner gets them in address order; the pages
-//! of the blocks other threads returned go back at once (`MADV_DONTNEED`), and so do the
-//! committed pages past the last block ever cut. The blocks the thread freed itself keep
-//! their memory: a thread that starts next usually claims the same heap and uses them.
-//! Once the heap has stayed unclaimed for [`DECAY_NS`], the next thread that starts or
-//! exits gives back every whole page only its free blocks cover, beyond [`KEEP`]
-//! ([`release_idle`]). The address space stays committed: a block given back reads as
-//! zeros when it is next used.
+//! A thread keeps resident the free blocks it keeps using: a block given back costs a
+//! page fault (and a page of zeros) when it is used next. About once a second
+//! ([`PURGE_NS`], looked at every [`PURGE_TICKS`] slow-path calls) the owner of a heap
+//! takes the blocks other threads returned to it into its depots and gives back the
+//! pages of depot entries it has not taken for half of [`DECAY_NS`] ([`Heap::purge`]);
+//! refills take returned blocks before the depot's, so stock beyond what the thread
+//! needs sinks to the bottom of the depot and goes stale. (`trim` gives everything
+//! back on demand.) When the thread exits ([`Heap::retire`]), every free block of each
+//! class (the magazine's, the depot's, and those other threads returned) is gathered
+//! into the class's depot, whose new entries are sorted so that the next owner gets
+//! them in address order; the pages of the blocks other threads returned go back at
+//! once (`MADV_DONTNEED`), and so do the committed pages past the last block ever cut,
+//! and depot entries no owner has taken for [`DECAY_NS`]. The blocks the thread freed
+//! itself keep their memory: a thread that starts next usually claims the same heap
+//! and uses them. Once the heap has stayed unclaimed for [`DECAY_NS`], the next thread
+//! that starts or exits gives back every whole page only its free blocks cover, beyond
+//! [`KEEP`] ([`release_idle`]). The address space stays committed: a block given back
+//! reads as zeros when it is next used.
 //!
 //! A block of [`RELEASE_REMOTE_MIN`] or more that a thread frees to a heap nobody owns
 //! gives back its pages past the first at once ([`on_remote_free`]).
@@ -20,6 +25,7 @@
 //! Until issue 48 an exited heap kept all of its memory resident, and a class whose
 //! blocks were all free was forgotten (cut again from its region's start); waves of
 //! short-lived threads then grew the process by a few MiB per wave, without bound.
+//! Until its second round a live thread kept every free block for as long as it lived.
 
 use crate::class::HEAPS;
 use crate::class::{class_size, NUM_CLASSES};
@@ -28,14 +34,18 @@ use crate::os;
 use crate::remote::{next, set_next};
 use core::sync::atomic::{AtomicU64, Ordering};
 
+/// Times a live thread's heap ran [`Heap::purge`].
+pub(crate) static PURGES: AtomicU64 = AtomicU64::new(0);
 /// Bytes of arena memory given back to the system so far.
 pub(crate) static RELEASED_BYTES: AtomicU64 = AtomicU64::new(0);
 /// `madvise` calls that gave them back.
 pub(crate) static RELEASE_CALLS: AtomicU64 = AtomicU64::new(0);
-/// Bytes of free blocks an idle heap keeps resident when [`release_idle`] gives its
-/// memory back, the smallest classes' lowest blocks first: a thread that claims it
-/// later finds them without a page fault.
-const KEEP: usize = 256 << 10;
+/// Bytes of free blocks a heap keeps resident each time its free memory is given back
+/// (a purge, stale stock at exit, an idle heap, `trim`), the smallest classes' lowest
+/// blocks first: the thread that uses it next finds them without a page fault. (256 KiB
+/// until issue 48's second round: with a heap per thread alive at once, that was most of
+/// what heaps nobody used kept.)
+const KEEP: usize = 64 << 10;
 
 /// Blocks at least this big that a thread frees to a heap nobody owns give back their
 /// whole pages past the first at once ([`on_remote_free`]).
@@ -82,10 +92,11 @@ unsafe fn release_pages_within(base: *mut u8, lo: usize, hi: usize) {
 /// How long a heap nobody owns keeps its free blocks' memory before [`release_idle`]
 /// gives it back.
 pub(crate) const DECAY_NS: u64 = 1_000_000_000;
-/// How long free blocks that no owner of a heap takes keep their memory when threads
-/// take the heap and give it back again and again ([`Heap::release_stale`]). Short:
-/// blocks an owner uses never reach it, whatever it is.
-const STALE_NS: u64 = 50_000_000;
+/// How often a thread that keeps allocating looks at its heap's free stock
+/// ([`Heap::purge`]).
+const PURGE_NS: u64 = 1_000_000_000;
+/// Slow-path calls (magazine refills and spills) between two looks at the clock.
+const PURGE_TICKS: u32 = 64;
 
 /// Heaps given up whose free blocks still have their memory: bit `h % 64` of word
 /// `h / 64`. Set by [`Heap::give_up`], cleared by the thread that claims the heap (it
@@ -151,6 +162,10 @@ pub(crate) fn release_idle(age: u64) -> usize {
             // (the heap was owned once); its outboxes are empty (flushed when its
             // thread gave it up).
             unsafe {
+                for c in 0..NUM_CLASSES {
+                    heap.gather_returned(c, true);
+                }
+                heap.flush_outboxes();
                 heap.release_all();
                 heap.hand_back();
             }
@@ -198,7 +213,6 @@ impl Heap {
     pub(crate) unsafe fn retire(&self, c: usize, now: u64, keep: &mut usize) {
         let mag = &self.mags[c];
         let bin = &self.bins[c];
-        let me = self.index();
         // The magazine's blocks first.
         let n = mag.count.load(Ordering::Relaxed) as usize;
         for k in 0..n {
@@ -211,8 +225,28 @@ impl Heap {
         // Relaxed: as in `Mag::pop`.
         mag.count.store(0, Ordering::Relaxed);
         add(&bin.to_depot, n as u64);
-        // Then the blocks other threads returned: taken into the inbox, and still on
-        // the remote stack. The inbox may hold blocks borrowed from another heap.
+        // Then the blocks other threads returned; their whole pages go back now.
+        // SAFETY: the caller owns the heap and flushes the outboxes afterwards.
+        unsafe { self.gather_returned(c, true) };
+        // SAFETY: the caller owns the heap; nothing else refers into the depot.
+        unsafe {
+            self.sort_new(c);
+            self.release_stale(c, now, DECAY_NS, keep);
+            self.release_tail(c);
+        }
+    }
+
+    /// Takes the blocks other threads returned to class `c` (its inbox, and its remote
+    /// stack) into its depot; with `release_now`, gives back their whole pages first.
+    /// Blocks borrowed from another heap go back to their owner through the outboxes.
+    ///
+    /// # Safety
+    /// The caller owns this heap, the arena is reserved, and no reference into the
+    /// class's bin is alive. The caller flushes the outboxes afterwards.
+    unsafe fn gather_returned(&self, c: usize, release_now: bool) {
+        let bin = &self.bins[c];
+        let me = self.index();
+        // The inbox may hold blocks borrowed from another heap.
         // SAFETY: the owner alone touches the inbox.
         let inbox = unsafe { core::mem::replace(&mut *bin.inbox.get(), core::ptr::null_mut()) };
         for first in [inbox, self.remote[c].take_all()] {
@@ -225,11 +259,12 @@ impl Heap {
                 match decode(p) {
                     Some((owner, class)) if owner == me => {
                         debug_assert_eq!(class, c);
-                        // Returned by another thread: its whole pages go back now (the
-                        // link was read above; nothing in the block is needed).
-                        // SAFETY: a free block of this class that only this thread
-                        // can reach.
-                        unsafe { release_pages_within(p, 0, class_size(c)) };
+                        if release_now {
+                            // The link was read above; nothing in the block is needed.
+                            // SAFETY: a free block of this class that only this thread
+                            // can reach.
+                            unsafe { release_pages_within(p, 0, class_size(c)) };
+                        }
                         // SAFETY: a free block of this heap and class, off every chain.
                         unsafe { self.stash(c, p) };
                         add(&bin.reclaimed, 1);
@@ -246,40 +281,92 @@ impl Heap {
                 p = after;
             }
         }
-        // SAFETY: the caller owns the heap; nothing else refers into the depot.
-        unsafe {
-            self.release_stale(c, now, keep);
-            self.sort_new(c);
-            self.release_tail(c);
+    }
+
+    /// Counts a slow-path call of the owner (a magazine refill or spill); every
+    /// [`PURGE_TICKS`] of them, looks whether [`purge`](Self::purge) is due.
+    ///
+    /// # Safety
+    /// The caller owns this heap, the arena is reserved, and no reference into its bins
+    /// or outboxes is alive.
+    #[inline]
+    pub(crate) unsafe fn tick(&self) {
+        // SAFETY: the owner alone touches the counter.
+        let left = unsafe { &mut *self.purge_tick.get() };
+        if *left > 0 {
+            *left -= 1;
+            return;
         }
+        *left = PURGE_TICKS;
+        // SAFETY: the caller's contract.
+        unsafe { self.purge() };
+    }
+
+    /// Once every [`PURGE_NS`], for the thread that owns this heap: takes the blocks
+    /// other threads returned into the depots, and gives back the pages of depot
+    /// entries the thread has not taken for at least half of [`DECAY_NS`] (beyond
+    /// [`KEEP`]).
+    ///
+    /// # Safety
+    /// As for [`tick`](Self::tick).
+    #[cold]
+    #[inline(never)]
+    unsafe fn purge(&self) {
+        let now = now_ns();
+        // SAFETY: the owner alone touches the time.
+        let at = unsafe { &mut *self.purged_at.get() };
+        if now.wrapping_sub(*at) < PURGE_NS {
+            return;
+        }
+        *at = now;
+        let mut keep = KEEP;
+        for c in 0..NUM_CLASSES {
+            // SAFETY: the caller owns the heap; no reference into the bin is alive.
+            unsafe {
+                self.gather_returned(c, false);
+                self.release_stale(c, now, DECAY_NS / 2, &mut keep);
+            }
+        }
+        // SAFETY: the caller owns the heap (borrowed blocks may have been forwarded).
+        unsafe { self.flush_outboxes() };
+        // Relaxed: a figure for statistics.
+        PURGES.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Gives back the pages of class `c`'s depot entries that no owner has taken for
-    /// [`STALE_NS`] (those below `depot_settled`, unmoved since `settled_since`), beyond
-    /// what `keep` still allows: a heap that threads take and give back again and
-    /// again, whose old stock none of them uses, does not keep it resident for ever.
-    /// A heap whose owners use all of its stock (a test repeated on a fresh thread)
-    /// gives nothing back here.
+    /// `age` (those below `depot_settled`, unmoved since `settled_since`) and that were
+    /// not given back already, beyond what `keep` still allows; then starts a new
+    /// period. Nothing when the period is younger than `age`. A heap whose owners use
+    /// all of its stock gives nothing back here.
     ///
     /// # Safety
     /// The caller owns this heap and no reference into the class's bin is alive.
-    unsafe fn release_stale(&self, c: usize, now: u64, keep: &mut usize) {
+    unsafe fn release_stale(&self, c: usize, now: u64, age: u64, keep: &mut usize) {
         let bin = &self.bins[c];
         // SAFETY: the owner alone touches the depot's counters.
-        let (settled, since) = unsafe { (*bin.depot_settled.get(), &mut *bin.settled_since.get()) };
-        if settled == 0 {
-            *since = now; // everything in the depot is new as of this exit
+        let (len, settled, since, released) = unsafe {
+            (
+                *bin.depot_len.get(),
+                &mut *bin.depot_settled.get(),
+                &mut *bin.settled_since.get(),
+                &mut *bin.depot_released.get(),
+            )
+        };
+        if now.wrapping_sub(*since) < age {
             return;
         }
-        if now.wrapping_sub(*since) < STALE_NS {
-            return;
+        if *settled > *released {
+            // SAFETY: entries below the depot's length are committed, initialised, and
+            // only this thread touches them; the slice lives only in this call.
+            let stale = unsafe {
+                core::slice::from_raw_parts_mut(self.depot(c).add(*released), *settled - *released)
+            };
+            // SAFETY: the caller owns the heap.
+            unsafe { self.release_runs(c, stale, keep) };
+            *released = *settled;
         }
+        *settled = len;
         *since = now;
-        // SAFETY: entries below `settled` are committed, initialised, and only this
-        // thread touches them; the slice lives only in this call.
-        let stale = unsafe { core::slice::from_raw_parts_mut(self.depot(c), settled) };
-        // SAFETY: the caller owns the heap.
-        unsafe { self.release_runs(c, stale, keep) };
     }
 
     /// Sorts the entries class `c`'s depot gained since it was last sorted, so that
@@ -290,12 +377,11 @@ impl Heap {
     unsafe fn sort_new(&self, c: usize) {
         let bin = &self.bins[c];
         // SAFETY: the owner alone touches the depot and its counters.
-        let (len, settled) = unsafe { (*bin.depot_len.get(), &mut *bin.depot_settled.get()) };
+        let (len, settled) = unsafe { (*bin.depot_len.get(), *bin.depot_settled.get()) };
         // SAFETY: entries below the depot's length are committed, initialised, and only
         // this thread touches them; the slice lives only in this function.
         let new =
-            unsafe { core::slice::from_raw_parts_mut(self.depot(c).add(*settled), len - *settled) };
-        *settled = len;
+            unsafe { core::slice::from_raw_parts_mut(self.depot(c).add(settled), len - settled) };
         // Largest first: `refill` takes from the end, and the magazine hands out the
         // last it took first, so blocks leave in ascending address order. In place: no
         // allocation.
@@ -316,13 +402,18 @@ impl Heap {
             return; // the class was never used
         }
         // SAFETY: the owner alone touches the depot's counters.
-        unsafe {
+        let released = unsafe {
             *bin.depot_settled.get() = len;
             *bin.settled_since.get() = now_ns();
-        }
+            &mut *bin.depot_released.get()
+        };
+        // The entries below `released` went back already and have not moved since.
         // SAFETY: entries below the depot's length are committed, initialised, and only
         // this thread touches them; the slice lives only in this function.
-        let depot = unsafe { core::slice::from_raw_parts_mut(self.depot(c), len) };
+        let depot = unsafe {
+            core::slice::from_raw_parts_mut(self.depot(c).add(*released), len - *released)
+        };
+        *released = len;
         // SAFETY: the caller owns the heap.
         unsafe {
             self.release_runs(c, depot, keep);

@@ -75,7 +75,7 @@ pub struct Stats {
     /// remote stacks are counted as remote frees), ever.
     pub orphan_blocks_lent: u64,
     /// Arena memory given back to the system with `MADV_DONTNEED`, ever: at thread
-    /// exit, from heaps left idle, by [`trim`](crate::trim), and from big blocks freed
+    /// exit, from heaps left idle, by live threads' purges, by [`trim`](crate::trim), and from big blocks freed
     /// to exited heaps (pages only free blocks cover; a page may be counted again when
     /// a later release covers it while it is still given back). It stays committed and
     /// reads as zeros when used again. Large blocks' slots are not counted here. See
@@ -83,6 +83,9 @@ pub struct Stats {
     pub released_bytes: u64,
     /// The `madvise` calls that gave it back, ever.
     pub release_calls: u64,
+    /// Times a live thread looked over its heap's free stock and gave back what it had
+    /// not used for about a second (once a second at most per heap, on its slow paths).
+    pub purges: u64,
     /// Frees of a thread's own small blocks that the fast path did not take, ever: the
     /// magazine was full (one free in 32 or so when a thread frees many in a row).
     /// Until issue 48 every free in a reduced arena was one.
@@ -182,6 +185,7 @@ pub fn stats() -> Stats {
     s.orphan_borrows = heap::BORROWS.load(Ordering::Relaxed);
     s.released_bytes = release::RELEASED_BYTES.load(Ordering::Relaxed);
     s.release_calls = release::RELEASE_CALLS.load(Ordering::Relaxed);
+    s.purges = release::PURGES.load(Ordering::Relaxed);
     let mut live = [0i64; NUM_CLASSES];
     for (i, h) in HEAP.iter().enumerate().take(HEAPS) {
         let owners = h.owners.load(Ordering::Relaxed);
