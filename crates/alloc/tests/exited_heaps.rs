@@ -12,9 +12,11 @@
 #![cfg(target_os = "linux")]
 
 mod common;
+mod resident;
 
 use common::{Tagged, SCALE};
 use handoff_alloc::HandoffAlloc;
+use resident::{resident_pages, written_blocks};
 use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;
 use std::sync::{mpsc, Arc, Barrier};
@@ -262,40 +264,13 @@ fn on_heap(heap: usize, f: impl FnOnce() + Send + 'static) {
     }
 }
 
-/// How many of the pages wholly inside `[p, p + len)` are resident (`mincore`).
-fn resident_pages(p: usize, len: usize) -> usize {
-    const PAGE: usize = 4096;
-    let from = p.next_multiple_of(PAGE);
-    let to = (p + len) & !(PAGE - 1);
-    if to <= from {
-        return 0;
-    }
-    let mut vec = vec![0u8; (to - from) / PAGE];
-    // SAFETY: `[from, to)` is page-aligned and mapped (committed arena memory); the
-    // kernel writes one byte per page into `vec`, which has room for them.
-    let rc = unsafe { libc::mincore(from as *mut libc::c_void, to - from, vec.as_mut_ptr()) };
-    assert_eq!(rc, 0, "mincore");
-    vec.iter().filter(|&&b| b & 1 != 0).count()
-}
-
 fn a_class_left_all_free_at_thread_exit_keeps_its_order_and_gives_its_memory_back() {
     // 16 KiB + 1 to 24 KiB: a class no other test here uses.
     const SIZE: usize = 20_000;
     const BLOCK: usize = 24 * 1024;
     const N: usize = 300;
     let layout = Layout::from_size_align(SIZE, 8).unwrap();
-    let alloc_all = move |n: usize| -> Vec<usize> {
-        (0..n)
-            .map(|i| {
-                // SAFETY: a valid non-zero layout.
-                let p = unsafe { GLOBAL.alloc(layout) };
-                assert!(!p.is_null());
-                // SAFETY: a fresh block of SIZE bytes.
-                unsafe { p.write_bytes(i as u8 | 1, SIZE) };
-                p as usize
-            })
-            .collect()
-    };
+    let alloc_all = move |n: usize| -> Vec<usize> { written_blocks(&GLOBAL, n, SIZE) };
     let free_all = move |blocks: &[usize]| {
         for &p in blocks {
             // SAFETY: allocated by `alloc_all` with this layout, freed once.

@@ -11,7 +11,10 @@
 
 #![cfg(target_os = "linux")]
 
+mod resident;
+
 use handoff_alloc::HandoffAlloc;
+use resident::{resident_pages, written_blocks};
 use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;
 use std::thread;
@@ -25,22 +28,6 @@ static GLOBAL: HandoffAlloc = HandoffAlloc;
 const SIZE: usize = 20_000;
 /// The burst: 2 000 blocks, 47 MiB.
 const N: usize = 2_000;
-const PAGE: usize = 4096;
-
-/// How many of the pages wholly inside `[p, p + len)` are resident (`mincore`).
-fn resident_pages(p: usize, len: usize) -> usize {
-    let from = p.next_multiple_of(PAGE);
-    let to = (p + len) & !(PAGE - 1);
-    if to <= from {
-        return 0;
-    }
-    let mut vec = vec![0u8; (to - from) / PAGE];
-    // SAFETY: `[from, to)` is page-aligned and mapped (committed arena memory); the
-    // kernel writes one byte per page into `vec`, which has room for them.
-    let rc = unsafe { libc::mincore(from as *mut libc::c_void, to - from, vec.as_mut_ptr()) };
-    assert_eq!(rc, 0, "mincore");
-    vec.iter().filter(|&&b| b & 1 != 0).count()
-}
 
 fn resident(blocks: &[usize]) -> usize {
     blocks.iter().map(|&p| resident_pages(p, SIZE)).sum()
@@ -48,17 +35,7 @@ fn resident(blocks: &[usize]) -> usize {
 
 /// `N` blocks of [`SIZE`] bytes, every byte written.
 fn burst() -> Vec<usize> {
-    let layout = Layout::from_size_align(SIZE, 8).unwrap();
-    (0..N)
-        .map(|i| {
-            // SAFETY: a valid non-zero layout.
-            let p = unsafe { GLOBAL.alloc(layout) };
-            assert!(!p.is_null());
-            // SAFETY: a fresh block of SIZE bytes.
-            unsafe { p.write_bytes(i as u8 | 1, SIZE) };
-            p as usize
-        })
-        .collect()
+    written_blocks(&GLOBAL, N, SIZE)
 }
 
 fn free_all(blocks: &[usize]) {
@@ -100,11 +77,13 @@ fn keep_working(mut done: impl FnMut() -> bool) -> bool {
 /// (at most five pages of each lie inside its first [`SIZE`] bytes).
 const ALLOWED: usize = (63 + 3 + 4) * 5;
 
-#[test]
-fn a_live_thread_gives_back_the_memory_of_a_burst_it_freed_itself() {
-    let report = thread::spawn(|| {
+/// On a thread of its own: a burst, freed by `free`, then the thread's ordinary work
+/// until no more than [`ALLOWED`] of the burst's pages are resident. Asserts that this
+/// happens within 20 s; `whose` names who freed the burst.
+fn burst_given_back(whose: &str, free: fn(Vec<usize>)) {
+    let (before, after, gave_back) = thread::spawn(move || {
         let blocks = burst();
-        free_all(&blocks);
+        free(blocks.clone());
         let before = resident(&blocks);
         assert!(before >= N * 3, "the burst was written: {before} pages");
         let gave_back = keep_working(|| resident(&blocks) <= ALLOWED);
@@ -113,40 +92,26 @@ fn a_live_thread_gives_back_the_memory_of_a_burst_it_freed_itself() {
     .join()
     .unwrap();
     eprintln!(
-        "{N} blocks of 24 KiB freed by their own thread: {} pages resident, {} after the \
-         thread kept working",
-        report.0, report.1
+        "{N} blocks of 24 KiB freed by {whose}: {before} pages resident, {after} after the \
+         thread that made them kept working"
     );
     assert!(
-        report.2,
-        "a live thread kept {} of its burst's {} resident pages for 20 s",
-        report.1, report.0
+        gave_back,
+        "a live thread kept {after} of the {before} resident pages of a burst freed by \
+         {whose} for 20 s"
     );
 }
 
 #[test]
+fn a_live_thread_gives_back_the_memory_of_a_burst_it_freed_itself() {
+    burst_given_back("their own thread", |blocks| free_all(&blocks));
+}
+
+#[test]
 fn a_live_thread_gives_back_the_memory_of_blocks_others_returned() {
-    let report = thread::spawn(|| {
-        let blocks = burst();
-        // Another thread frees them (remote frees, back to this thread's heap), and
-        // exits (its outboxes are sent).
-        let theirs = blocks.clone();
-        thread::spawn(move || free_all(&theirs)).join().unwrap();
-        let before = resident(&blocks);
-        assert!(before >= N * 3, "the burst was written: {before} pages");
-        let gave_back = keep_working(|| resident(&blocks) <= ALLOWED);
-        (before, resident(&blocks), gave_back)
-    })
-    .join()
-    .unwrap();
-    eprintln!(
-        "{N} blocks of 24 KiB freed by another thread: {} pages resident, {} after the \
-         owner kept working",
-        report.0, report.1
-    );
-    assert!(
-        report.2,
-        "a live thread kept {} of the {} resident pages of blocks returned to it for 20 s",
-        report.1, report.0
-    );
+    // Another thread frees them (remote frees, back to this thread's heap), and exits
+    // (its outboxes are sent).
+    burst_given_back("another thread", |blocks| {
+        thread::spawn(move || free_all(&blocks)).join().unwrap()
+    });
 }
