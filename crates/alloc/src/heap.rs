@@ -430,10 +430,10 @@ const _: () = assert!(
     "outbox keys are u32"
 );
 
-// SAFETY: the `UnsafeCell` parts (magazines, depots, lists, bump pointers, outboxes) are
-// touched only by the thread that owns the heap (claimed with an acquire CAS on `owned`
-// and given back with a release store) or, for heap 0, by the thread holding its lock
-// (the same flag); every other field is atomic.
+// SAFETY: the `UnsafeCell` parts (magazines, depots, lists, bump pointers, outboxes, the
+// purge counter and time) are touched only by the thread that owns the heap (claimed
+// with an acquire CAS on `owned` and given back with a release store) or, for heap 0, by
+// the thread holding its lock (the same flag); every other field is atomic.
 unsafe impl Sync for Heap {}
 
 impl Heap {
