@@ -49,6 +49,30 @@ pub(crate) static OUTBOX_BATCH: [u32; NUM_CLASSES] = {
 };
 // Every class's batch holds at least one block.
 const _: () = assert!(MAX_SMALL <= OUTBOX_BYTES);
+/// The most bytes of blocks a refill moves into an empty magazine from the depot or
+/// from new memory (half a magazine, or fewer blocks of the bigger classes; at least
+/// one). The thread hands out its magazine before it looks at the blocks other threads
+/// returned, so a batch is stock it keeps in use: with half a magazine of every class
+/// (until issue 48's third round), a thread that makes blocks of 128 KiB and more for
+/// others kept 4-6 MiB per refill circulating, and its depot never went stale.
+const REFILL_BYTES: usize = 64 << 10;
+/// Blocks of each class a refill moves at a time (see [`REFILL_BYTES`]).
+static REFILL_BATCH: [u8; NUM_CLASSES] = {
+    let mut t = [0u8; NUM_CLASSES];
+    let mut c = 0;
+    while c < NUM_CLASSES {
+        let fit = REFILL_BYTES / class_size(c);
+        t[c] = if fit >= MAG / 2 {
+            (MAG / 2) as u8
+        } else if fit == 0 {
+            1
+        } else {
+            fit as u8
+        };
+        c += 1;
+    }
+    t
+};
 /// Memory committed at a time in one region.
 const COMMIT: usize = 1 << 20;
 // `carve` commits one step when the next block does not fit: every class's first block
@@ -629,7 +653,7 @@ impl Heap {
             add(&bin.reclaimed, 1);
             return p;
         }
-        let want = MAG / 2;
+        let want = REFILL_BATCH[c] as usize;
         let mut got = 0u64;
         debug_assert_eq!(mag.count.load(Ordering::Relaxed), 0);
         if *len > 0 {
@@ -724,7 +748,7 @@ impl Heap {
                 add(&self.committed, COMMIT as u64);
             }
             // SAFETY: a never-used block inside committed memory; the magazine was
-            // empty and takes at most `MAG / 2` here.
+            // empty and takes at most `REFILL_BATCH[c] <= MAG / 2` here.
             unsafe { mag.push(*bump) };
             *bump = bump.wrapping_add(size);
             got += 1;
@@ -877,9 +901,12 @@ fn any_orphan(c: usize) -> bool {
 /// owns it, says so in the hint. The push (a SeqCst swap) and this load, against
 /// [`Heap::give_up`]'s SeqCst store and its look at the stack, are in one total order:
 /// either the pusher sees the heap given up, or the heap's last owner sees the push.
+/// Its memory then goes back once the heap has stayed idle (`release::release_idle`),
+/// even if that heap's memory was given back before these blocks came.
 fn note_remote(owner: usize, c: usize) {
     if owner != 0 && !HEAP[owner].owned.load(Ordering::SeqCst) {
         mark_orphan(owner, c);
+        crate::release::note_returned(owner);
     }
 }
 
@@ -955,10 +982,18 @@ impl Heap {
         self.owned.store(false, Ordering::SeqCst);
         // Relaxed: as in `try_take`.
         OWNED.fetch_sub(1, Ordering::Relaxed);
+        let mut returned = false;
         for c in 0..NUM_CLASSES {
-            if holds & (1 << c) != 0 || !self.remote[c].is_empty() {
+            let pushed = !self.remote[c].is_empty();
+            returned |= pushed;
+            if holds & (1 << c) != 0 || pushed {
                 mark_orphan(self.index(), c);
             }
+        }
+        if returned {
+            // Blocks pushed while this thread held the heap (`note_remote` saw it
+            // owned): their memory goes back once the heap has stayed idle.
+            crate::release::note_returned(self.index());
         }
     }
 
@@ -1358,6 +1393,44 @@ mod tests {
                 p
             })
             .collect()
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "maps memory")]
+    fn a_refill_moves_at_most_its_bytes_of_a_big_class() {
+        with_heap(|h| {
+            for size in [16_000, 150_000] {
+                let c = class_of(size);
+                let batch = REFILL_BATCH[c] as usize;
+                assert!(batch >= 1 && batch * class_size(c) <= REFILL_BYTES.max(class_size(c)));
+                // From new memory: the blocks cut go into the empty magazine.
+                let blocks = fill(h, c, 40);
+                // SAFETY: this thread owns `h`; the blocks are its, freed once.
+                unsafe {
+                    for &p in &blocks {
+                        h.free(c, p);
+                    }
+                    // Everything free into the depot, the magazine emptied.
+                    h.retire(c, crate::release::now_ns(), &mut 0);
+                }
+                assert_eq!(h.mags[c].count.load(Ordering::Relaxed), 0);
+                // SAFETY: the owner reads its depot's length.
+                let depot = unsafe { *h.bins[c].depot_len.get() };
+                assert!(depot >= 40, "{depot}");
+                // From the depot: one refill moves a batch, of which one is handed out.
+                // SAFETY: this thread owns `h` and the arena is reserved.
+                let p = unsafe { h.alloc(c) };
+                assert_eq!(
+                    h.mags[c].count.load(Ordering::Relaxed) as usize,
+                    batch - 1,
+                    "class of {size} B"
+                );
+                // SAFETY: as above.
+                assert_eq!(unsafe { *h.bins[c].depot_len.get() }, depot - batch);
+                // SAFETY: as above; `p` is a free block of `h` again.
+                unsafe { h.free(c, p) };
+            }
+        });
     }
 
     /// Every byte of each block still holds its number.

@@ -57,13 +57,14 @@
 //!   that heap). An exiting thread gathers its free blocks into its depots, sorted, so
 //!   the next owner gets them in address order, not in the order of the frees.
 //! - **Memory back to the system.** A live thread keeps the free blocks it uses
-//!   resident; about once a second, on its slow paths, it gives back (`MADV_DONTNEED`)
-//!   the pages of free blocks it has not taken for half a second or more (beyond
-//!   64 KiB; [`trim`] gives them back at once). A heap whose thread exited gives back at
+//!   resident; four times a second at most, on its slow paths, it gives back
+//!   (`MADV_DONTNEED`) the pages of free blocks it has not taken for a quarter of a
+//!   second or more (beyond 64 KiB; [`trim`] gives them back at once). A heap whose thread exited gives back at
 //!   once the pages of the blocks other threads returned to it, and, once no thread has
 //!   claimed it for a second, every whole page that only free blocks cover (beyond
 //!   64 KiB), when another thread starts or exits; blocks of 16 KiB or more that other
-//!   threads free to such a heap give back their pages past the first at once.
+//!   threads free to such a heap give back their pages past the first at once, and
+//!   smaller ones go back a second after they came.
 //!   Resident memory stays bounded in a program whose threads come and go
 //!   (docs/alloc.md, "When memory goes back to the system").
 //! - **Large blocks.** Above 256 KiB and up to 4 MiB (at most page-aligned), a block is

@@ -84,7 +84,8 @@ pub struct Stats {
     /// The `madvise` calls that gave it back, ever.
     pub release_calls: u64,
     /// Times a live thread looked over its heap's free stock and gave back what it had
-    /// not used for about a second (once a second at most per heap, on its slow paths).
+    /// not used since it last looked (four times a second at most per heap, on its slow
+    /// paths).
     pub purges: u64,
     /// Frees of a thread's own small blocks that the fast path did not take, ever: the
     /// magazine was full (one free in 32 or so when a thread frees many in a row).

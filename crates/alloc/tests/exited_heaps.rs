@@ -347,11 +347,64 @@ fn a_class_left_all_free_at_thread_exit_keeps_its_order_and_gives_its_memory_bac
     });
 }
 
+fn blocks_returned_after_an_exited_heap_gave_its_memory_back_give_theirs_back_too() {
+    // 2 KiB + 1 to 3 KiB: a class no other test here uses, below the size whose pages
+    // go back as soon as the block is freed to a heap nobody owns.
+    const SIZE: usize = 2500;
+    const N: usize = 2000;
+    let layout = Layout::from_size_align(SIZE, 8).unwrap();
+    // The pages of the span the blocks lie in (cut one after the other, from a class
+    // region of their own).
+    let resident = |blocks: &[usize]| -> usize {
+        let (lo, hi) = (blocks.iter().min().unwrap(), blocks.iter().max().unwrap());
+        resident_pages(*lo, hi + SIZE - lo)
+    };
+    // A thread that exits later, to give idle heaps' memory back; its own heap first.
+    let (go, wait) = mpsc::channel::<()>();
+    let (ready, is_ready) = mpsc::channel::<()>();
+    let later = thread::spawn(move || {
+        drop(black_box(Box::new(0u64)));
+        ready.send(()).unwrap();
+        wait.recv().unwrap();
+    });
+    is_ready.recv().unwrap();
+    // A thread makes the blocks, hands them over and exits.
+    let blocks = thread::spawn(move || written_blocks(&GLOBAL, N, SIZE))
+        .join()
+        .unwrap();
+    // Its heap's idle memory goes back while this thread still holds the blocks.
+    handoff_alloc::trim();
+    // Then they come back to the heap nobody owns.
+    for &p in &blocks {
+        // SAFETY: allocated by `written_blocks` with this layout, freed once.
+        unsafe { GLOBAL.dealloc(p as *mut u8, layout) };
+    }
+    handoff_alloc::flush();
+    let before = resident(&blocks);
+    assert!(before >= N / 2, "the blocks were written: {before} pages");
+    // Once that heap has been idle for more than a second since they came, a thread's
+    // exit gives their pages back (beyond the heap's 64 KiB allowance: 16 pages).
+    thread::sleep(std::time::Duration::from_millis(1200));
+    go.send(()).unwrap();
+    later.join().unwrap();
+    let idle = resident(&blocks);
+    eprintln!(
+        "{N} blocks of 3 KiB returned to an exited heap after its memory went back: \
+         {before} pages resident, {idle} after a second idle and another thread's exit"
+    );
+    assert!(
+        idle <= 16 + 4,
+        "{idle} of their pages stay resident: blocks returned to a heap after its idle \
+         memory went back keep theirs"
+    );
+}
+
 #[test]
 fn heaps_of_exited_threads() {
     blocks_freed_to_exited_workers_are_reused();
     blocks_their_own_threads_freed_before_exiting_are_borrowed();
     a_thread_that_exits_with_live_blocks_leaves_them_collectable();
     a_class_left_all_free_at_thread_exit_keeps_its_order_and_gives_its_memory_back();
+    blocks_returned_after_an_exited_heap_gave_its_memory_back_give_theirs_back_too();
     a_thread_on_the_shared_heap_gets_one_when_a_heap_frees_up();
 }
