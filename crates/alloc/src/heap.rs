@@ -7,6 +7,10 @@
 //! blocks other threads freed to it in the meantime. Heap 0 is never claimed: it is
 //! the shared heap, behind a lock, for threads that found no free heap or that
 //! allocate while their thread-local storage is being torn down.
+//!
+//! Apart: the outboxes that carry remote frees to their owners (`outbox.rs`), heaps
+//! nobody owns and borrowing from them (`orphans.rs`), and when free memory goes back
+//! to the system (`crate::release`).
 
 use crate::arena_word::ArenaWord;
 use crate::class::{
@@ -23,32 +27,9 @@ use core::sync::atomic::{
 };
 use crossbeam_utils::CachePadded;
 
-/// Remote frees collected per owning heap and class before one compare-and-swap sends
-/// them, at most; bigger classes send fewer (see [`OUTBOX_BYTES`]).
-pub(crate) const BATCH: u32 = 64;
-/// The most bytes of blocks one outbox holds before it is sent: a thread that only
-/// frees other threads' blocks keeps at most about this much per outbox (a block more)
-/// away from their owners until its next flush. Until issue 48 every class sent 64
-/// blocks at a time: 16 MiB per outbox of 256 KiB blocks, across 128 outboxes.
-pub(crate) const OUTBOX_BYTES: usize = 256 << 10;
-/// Blocks of each class an outbox sends at a time: [`BATCH`], or fewer so that a batch
-/// holds at most [`OUTBOX_BYTES`] (at least one block).
-pub(crate) static OUTBOX_BATCH: [u32; NUM_CLASSES] = {
-    let mut t = [0u32; NUM_CLASSES];
-    let mut c = 0;
-    while c < NUM_CLASSES {
-        let fit = OUTBOX_BYTES / class_size(c);
-        t[c] = if fit >= BATCH as usize {
-            BATCH
-        } else {
-            fit as u32
-        };
-        c += 1;
-    }
-    t
-};
-// Every class's batch holds at least one block.
-const _: () = assert!(MAX_SMALL <= OUTBOX_BYTES);
+mod outbox;
+use outbox::{Outbox, BATCH, EMPTY_OUTBOX, OUTBOXES};
+
 /// The most bytes of blocks a refill moves into an empty magazine from the depot or
 /// from new memory (half a magazine, or fewer blocks of the bigger classes; at least
 /// one). The thread hands out its magazine before it looks at the blocks other threads
@@ -389,36 +370,7 @@ pub(crate) fn sub(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_sub(n), Ordering::Relaxed);
 }
 
-/// Remote frees waiting for one owner heap and class: a chain through the blocks'
-/// first words.
-#[derive(Clone, Copy)]
-struct Outbox {
-    first: Link,
-    last: Link,
-    count: u32,
-    /// Which owner and class the chain is for: `owner * NUM_CLASSES + class`.
-    key: u32,
-}
-
-const EMPTY_OUTBOX: Outbox = Outbox {
-    first: ptr::null_mut(),
-    last: ptr::null_mut(),
-    count: 0,
-    key: 0,
-};
-
 pub(crate) const CLASS_SLOTS: usize = 1 << CLASS_BITS;
-
-/// Outboxes per heap: a direct-mapped table keyed by (owner, class). Two keys that
-/// share a slot take turns (the occupant is sent early, as a shorter batch).
-const OUTBOXES: usize = 128;
-
-/// The outbox slot of blocks of class `c` owned by heap `owner`, and its key.
-#[inline(always)]
-fn outbox_slot(owner: usize, c: usize) -> (usize, u32) {
-    let key = owner * NUM_CLASSES + c;
-    (key % OUTBOXES, key as u32)
-}
 
 /// A heap: a region per size class, its magazines and depots, and the stack other
 /// threads return its blocks to.
@@ -760,81 +712,6 @@ impl Heap {
         add(&bin.carved, got as u64);
         got
     }
-
-    /// Collects `p` (class `c`, owned by heap `owner`, not this one) for its owner,
-    /// sending the batch when it is full.
-    ///
-    /// # Safety
-    /// The caller owns this heap; `p` is a block of heap `owner` that nobody uses.
-    unsafe fn send_remote(&self, owner: usize, c: usize, p: *mut u8) {
-        add(&self.bins[c].remote_sent, 1);
-        // SAFETY: `p` is free and this thread's until it is sent.
-        unsafe { crate::release::on_remote_free(owner, c, p) };
-        // SAFETY: the caller's contract.
-        unsafe { self.forward(owner, c, p) };
-    }
-
-    /// [`send_remote`](Self::send_remote) without counting the block as a remote
-    /// free: for a free block this heap holds but does not own (borrowed from a heap
-    /// nobody owned: see `release::retire`), already counted as in flight.
-    ///
-    /// # Safety
-    /// As for [`send_remote`](Self::send_remote).
-    pub(crate) unsafe fn forward(&self, owner: usize, c: usize, p: *mut u8) {
-        let (slot, key) = outbox_slot(owner, c);
-        // SAFETY: the owner alone touches its outboxes.
-        let (outbox, pending) = unsafe { (&mut *self.outbox.get(), &mut *self.pending.get()) };
-        let ob = &mut outbox[slot];
-        if !ob.first.is_null() && ob.key != key {
-            // Another (owner, class) holds the slot: send its blocks now.
-            // SAFETY: the outbox's chain holds free blocks of the key it names.
-            unsafe { send(ob) };
-        }
-        // SAFETY: `p` is free and ours to link.
-        unsafe { set_next(p, ob.first) };
-        if ob.first.is_null() {
-            ob.last = p;
-            ob.key = key;
-            *pending |= 1 << slot;
-        }
-        ob.first = p;
-        ob.count += 1;
-        if ob.count >= OUTBOX_BATCH[c] {
-            // SAFETY: as above.
-            unsafe { send(ob) };
-            *pending &= !(1 << slot);
-        }
-    }
-
-    /// Sends every collected remote free to its owner.
-    ///
-    /// # Safety
-    /// The caller owns this heap.
-    pub(crate) unsafe fn flush_outboxes(&self) {
-        // SAFETY: the owner alone touches its outboxes.
-        let (outbox, pending) = unsafe { (&mut *self.outbox.get(), &mut *self.pending.get()) };
-        while *pending != 0 {
-            let slot = pending.trailing_zeros() as usize;
-            *pending &= !(1 << slot);
-            // SAFETY: a pending outbox's chain holds free blocks of the key it names.
-            unsafe { send(&mut outbox[slot]) };
-        }
-    }
-}
-
-/// Pushes a non-empty outbox's chain onto its owner's remote stack for its class (one
-/// compare-and-swap) and empties it.
-///
-/// # Safety
-/// `ob` is non-empty, and its chain holds blocks of the owner and class its key names
-/// that nobody uses.
-unsafe fn send(ob: &mut Outbox) {
-    let key = ob.key as usize;
-    let (owner, c) = (key / NUM_CLASSES, key % NUM_CLASSES);
-    // SAFETY: the caller's contract.
-    unsafe { HEAP[owner].remote[c].push_chain(ob.first, ob.last) };
-    *ob = EMPTY_OUTBOX;
-    note_remote(owner, c);
 }
 
 /// The heap a thread without one points at: its magazines are always empty, so every
@@ -862,240 +739,10 @@ static OWNED: AtomicUsize = AtomicUsize::new(0);
 /// Times a heap whose class ran dry took the blocks returned to a heap nobody owns.
 pub(crate) static BORROWS: AtomicU64 = AtomicU64::new(0);
 
-// ---- heaps nobody owns -----------------------------------------------------------
+// ---- heaps nobody owns: in orphans.rs ---------------------------------------------
 
-/// Per class, the heaps nobody owns that may hold returned blocks of that class (on
-/// their remote stack or in their inbox): bit `h % 64` of word `h / 64`. Only a hint (a
-/// claim decides): whoever gives a heap up sets the bits of the classes it holds
-/// returned blocks of, a thread that sends blocks to a heap nobody owns sets that
-/// class's bit, and whoever takes a heap clears all of its bits.
-static ORPHANS: [[AtomicU64; HEAPS / 64]; NUM_CLASSES] =
-    [const { [const { AtomicU64::new(0) }; HEAPS / 64] }; NUM_CLASSES];
-
-const _: () = assert!(HEAPS.is_multiple_of(64), "orphan masks are whole words");
-
-fn mark_orphan(h: usize, c: usize) {
-    // Relaxed: a hint. A thread that acts on it claims the heap with an acquire
-    // compare-and-swap (`try_take`) before it touches anything of it, and the blocks
-    // come to it through the remote stack's release and acquire.
-    ORPHANS[c][h / 64].fetch_or(1 << (h % 64), Ordering::Relaxed);
-}
-
-/// Clears every class's bit of heap `h`; its new owner calls it.
-fn clear_orphan(h: usize) {
-    for class in &ORPHANS {
-        if class[h / 64].load(Ordering::Relaxed) & (1 << (h % 64)) != 0 {
-            // Relaxed: a hint, as in `mark_orphan`.
-            class[h / 64].fetch_and(!(1 << (h % 64)), Ordering::Relaxed);
-        }
-    }
-}
-
-/// Whether some heap nobody owns may hold free blocks of class `c`.
-#[inline]
-fn any_orphan(c: usize) -> bool {
-    ORPHANS[c].iter().any(|w| w.load(Ordering::Relaxed) != 0)
-}
-
-/// After blocks were pushed onto heap `owner`'s remote stack of class `c`: if nobody
-/// owns it, says so in the hint. The push (a SeqCst swap) and this load, against
-/// [`Heap::give_up`]'s SeqCst store and its look at the stack, are in one total order:
-/// either the pusher sees the heap given up, or the heap's last owner sees the push.
-/// Its memory then goes back once the heap has stayed idle (`release::release_idle`),
-/// even if that heap's memory was given back before these blocks came.
-fn note_remote(owner: usize, c: usize) {
-    if owner != 0 && !HEAP[owner].owned.load(Ordering::SeqCst) {
-        mark_orphan(owner, c);
-        crate::release::note_returned(owner);
-    }
-}
-
-impl Heap {
-    /// Whether class `c` of this heap holds free blocks another heap may borrow: in
-    /// its depot, taken into its inbox, or still on its remote stack.
-    ///
-    /// # Safety
-    /// The caller owns this heap.
-    unsafe fn holds_free(&self, c: usize) -> bool {
-        let bin = &self.bins[c];
-        // SAFETY: the owner alone touches the depot and the inbox.
-        let held = unsafe { *bin.depot_len.get() > 0 || !(*bin.inbox.get()).is_null() };
-        held || !self.remote[c].is_empty()
-    }
-
-    /// Takes heap `self` for the calling thread if nobody owns it; true if it did.
-    pub(crate) fn try_take(&self) -> bool {
-        // Acquire: the heap's last owner gave it up with a store that releases
-        // (`hand_back`), so its magazines, depots and lists are ours as it left them.
-        if self.owned.load(Ordering::Relaxed)
-            || self
-                .owned
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
-            return false;
-        }
-        // Relaxed: a count that only tells a waiting thread when to look again
-        // (`claim`); the claim itself is the compare-and-swap above.
-        OWNED.fetch_add(1, Ordering::Relaxed);
-        clear_orphan(self.index());
-        true
-    }
-
-    /// Gives the heap up when its thread exits: sends the remote frees its thread
-    /// collected, gathers each class's free blocks into its depot (giving back the
-    /// memory `release` says goes back at exit), hands the heap back, and gives back the
-    /// memory of heaps left idle.
-    ///
-    /// # Safety
-    /// The caller owns this heap and does not use it afterwards.
-    unsafe fn give_up(&self) {
-        // SAFETY: the caller owns the heap; `retire` may forward borrowed blocks
-        // through the outboxes, so they are flushed after it too.
-        unsafe {
-            self.flush_outboxes();
-            self.retire_all(crate::release::now_ns());
-            self.flush_outboxes();
-        }
-        crate::release::note_given_up(self.index());
-        // SAFETY: as above.
-        unsafe { self.hand_back() };
-        // A thread's exit is a moment to give back the memory of heaps left idle.
-        crate::release::release_idle(crate::release::DECAY_NS);
-    }
-
-    /// Lets another thread take the heap, marking in the hint the classes it holds
-    /// free blocks of, for a thread that runs out of them.
-    ///
-    /// # Safety
-    /// The caller owns this heap, its outboxes are empty, and it does not use the
-    /// heap afterwards.
-    pub(crate) unsafe fn hand_back(&self) {
-        let mut holds = 0u32;
-        for c in 0..NUM_CLASSES {
-            // SAFETY: the caller owns the heap.
-            if unsafe { self.holds_free(c) } {
-                holds |= 1 << c;
-            }
-        }
-        // SeqCst: see `note_remote`.
-        self.owned.store(false, Ordering::SeqCst);
-        // Relaxed: as in `try_take`.
-        OWNED.fetch_sub(1, Ordering::Relaxed);
-        let mut returned = false;
-        for c in 0..NUM_CLASSES {
-            let pushed = !self.remote[c].is_empty();
-            returned |= pushed;
-            if holds & (1 << c) != 0 || pushed {
-                mark_orphan(self.index(), c);
-            }
-        }
-        if returned {
-            // Blocks pushed while this thread held the heap (`note_remote` saw it
-            // owned): their memory goes back once the heap has stayed idle.
-            crate::release::note_returned(self.index());
-        }
-    }
-
-    /// Takes up to a batch of class `c`'s free blocks from heap `other`, which this
-    /// thread has taken: those other threads returned to it (its inbox, refilled from
-    /// its remote stack), else those in its depot. They come back as a chain linked
-    /// through their first words; null when it holds none.
-    ///
-    /// # Safety
-    /// This thread owns `other` (taken from nobody) and the arena is reserved.
-    unsafe fn lend(other: &Heap, c: usize) -> *mut u8 {
-        let bin = &other.bins[c];
-        // SAFETY: this thread owns `other`, so its inbox and depot are ours to touch;
-        // the chains hold free blocks of class `c`, linked through their first words,
-        // that nobody else can reach.
-        unsafe {
-            let inbox = &mut *bin.inbox.get();
-            if inbox.is_null() {
-                *inbox = other.remote[c].take_all();
-            }
-            // At most a batch: the rest stays for the next borrower (or the heap's
-            // next owner), so a thread that needs one block does not take thousands.
-            let first = *inbox;
-            if !first.is_null() {
-                let mut last = first;
-                for _ in 1..BATCH {
-                    let after = next(last);
-                    if after.is_null() {
-                        break;
-                    }
-                    last = after;
-                }
-                *inbox = next(last);
-                set_next(last, ptr::null_mut());
-                return first;
-            }
-            // The depot (sorted when its thread exited: lowest addresses at its end).
-            let len = &mut *bin.depot_len.get();
-            let take = (*len).min(BATCH as usize);
-            if take == 0 {
-                return ptr::null_mut();
-            }
-            *len -= take;
-            bin.depot_shrunk(*len);
-            let start = other.region_start(c);
-            let depot = other.depot(c).add(*len);
-            // Linked so that the lowest address comes out first.
-            let mut chain: *mut u8 = ptr::null_mut();
-            for k in 0..take {
-                let p = start.wrapping_add(depot.add(k).read() as usize);
-                set_next(p, chain);
-                chain = p;
-            }
-            sub(&bin.listed, take as u64);
-            add(&bin.lent, take as u64);
-            chain
-        }
-    }
-
-    /// When this heap has no free block of class `c` left: takes up to a batch of the
-    /// free blocks of a heap nobody owns (see [`lend`](Self::lend)) into this heap's
-    /// inbox, and hands out the first. The blocks stay that heap's (their address says
-    /// so): freed again, they go back to it as remote frees. Null when no heap nobody
-    /// owns holds any.
-    ///
-    /// # Safety
-    /// The caller owns this heap, and its inbox of class `c` is empty.
-    #[cold]
-    #[inline(never)]
-    unsafe fn borrow(&self, c: usize) -> *mut u8 {
-        let heaps = geometry().heaps;
-        for (word, bits) in ORPHANS[c].iter().enumerate() {
-            let mut bits = bits.load(Ordering::Relaxed);
-            while bits != 0 {
-                let h = word * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                if h == 0 || h >= heaps || h == self.index() || !HEAP[h].try_take() {
-                    continue;
-                }
-                let other = &HEAP[h];
-                // SAFETY: this thread took `other` from nobody; the arena is reserved.
-                let chain = unsafe { Heap::lend(other, c) };
-                // SAFETY: this thread took `other` and gives it back (marking what it
-                // still holds); it collected no remote frees while it held it.
-                unsafe { other.hand_back() };
-                if chain.is_null() {
-                    continue;
-                }
-                // Relaxed: a figure for statistics.
-                BORROWS.fetch_add(1, Ordering::Relaxed);
-                // SAFETY: the caller owns this heap; the chain holds free blocks of
-                // class `c`, linked, that nobody else can reach now.
-                unsafe {
-                    *self.bins[c].inbox.get() = next(chain);
-                }
-                add(&self.bins[c].reclaimed, 1);
-                return chain;
-            }
-        }
-        ptr::null_mut()
-    }
-}
+mod orphans;
+use orphans::{any_orphan, note_remote};
 
 // ---- the thread's binding --------------------------------------------------------
 
@@ -1353,6 +1000,8 @@ pub(crate) fn trim() -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::orphans::ORPHANS;
+    use super::outbox::{OUTBOX_BATCH, OUTBOX_BYTES};
     use super::*;
     use crate::class::{class_align, class_of, CLASS_STAGGER};
     use std::collections::HashSet;
