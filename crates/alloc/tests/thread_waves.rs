@@ -15,7 +15,7 @@
 //! The bound is checked on an optimised build (`cargo test --release`, as `.ci/run`
 //! runs it): in a debug build the workers run slower beside the thread that makes their
 //! blocks, more of them are alive at once, and the growth came closer to the bound (up
-//! to 29 MiB in eight runs with 1000 workers a wave; release runs: up to 30 MiB in 20).
+//! to 29 MiB in eight runs with 1000 workers a wave before the purge went to 250 ms).
 
 #![cfg(target_os = "linux")]
 
