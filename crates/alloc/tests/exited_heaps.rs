@@ -264,6 +264,32 @@ fn on_heap(heap: usize, f: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// A thread that has taken a heap of its own and exits when told: a thread's exit is a
+/// moment when heaps left idle give their memory back.
+struct Later {
+    go: mpsc::Sender<()>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl Later {
+    fn start() -> Later {
+        let (go, wait) = mpsc::channel::<()>();
+        let (ready, is_ready) = mpsc::channel::<()>();
+        let thread = thread::spawn(move || {
+            drop(black_box(Box::new(0u64)));
+            ready.send(()).unwrap();
+            wait.recv().unwrap();
+        });
+        is_ready.recv().unwrap();
+        Later { go, thread }
+    }
+
+    fn exit(self) {
+        self.go.send(()).unwrap();
+        self.thread.join().unwrap();
+    }
+}
+
 fn a_class_left_all_free_at_thread_exit_keeps_its_order_and_gives_its_memory_back() {
     // 16 KiB + 1 to 24 KiB: a class no other test here uses.
     const SIZE: usize = 20_000;
@@ -280,15 +306,8 @@ fn a_class_left_all_free_at_thread_exit_keeps_its_order_and_gives_its_memory_bac
     let resident =
         |blocks: &[usize]| -> usize { blocks.iter().map(|&p| resident_pages(p, SIZE)).sum() };
     // A thread that exits after the one that uses the class, to give the exited heap's
-    // memory back once it has been idle long enough; it takes its own heap first.
-    let (go, wait) = mpsc::channel::<()>();
-    let (ready, is_ready) = mpsc::channel::<()>();
-    let later = thread::spawn(move || {
-        drop(black_box(Box::new(0u64)));
-        ready.send(()).unwrap();
-        wait.recv().unwrap();
-    });
-    is_ready.recv().unwrap();
+    // memory back once it has been idle long enough.
+    let later = Later::start();
     let (heap, blocks, carved) = thread::spawn(move || {
         let blocks = alloc_all(N);
         let heap = handoff_alloc::thread_heap().unwrap();
@@ -316,8 +335,7 @@ fn a_class_left_all_free_at_thread_exit_keeps_its_order_and_gives_its_memory_bac
     // Idle for more than a second, the heap gives their pages back when a thread exits
     // (beyond its small allowance: 256 KiB, at most 11 blocks of this class).
     thread::sleep(std::time::Duration::from_millis(1200));
-    go.send(()).unwrap();
-    later.join().unwrap();
+    later.exit();
     let idle = resident(&blocks);
     eprintln!(
         "{N} free blocks of 24 KiB: {before} of {} pages resident after their thread exited, \
@@ -359,15 +377,8 @@ fn blocks_returned_after_an_exited_heap_gave_its_memory_back_give_theirs_back_to
         let (lo, hi) = (blocks.iter().min().unwrap(), blocks.iter().max().unwrap());
         resident_pages(*lo, hi + SIZE - lo)
     };
-    // A thread that exits later, to give idle heaps' memory back; its own heap first.
-    let (go, wait) = mpsc::channel::<()>();
-    let (ready, is_ready) = mpsc::channel::<()>();
-    let later = thread::spawn(move || {
-        drop(black_box(Box::new(0u64)));
-        ready.send(()).unwrap();
-        wait.recv().unwrap();
-    });
-    is_ready.recv().unwrap();
+    // A thread that exits later, to give idle heaps' memory back.
+    let later = Later::start();
     // A thread makes the blocks, hands them over and exits.
     let blocks = thread::spawn(move || written_blocks(&GLOBAL, N, SIZE))
         .join()
@@ -385,8 +396,7 @@ fn blocks_returned_after_an_exited_heap_gave_its_memory_back_give_theirs_back_to
     // Once that heap has been idle for more than a second since they came, a thread's
     // exit gives their pages back (beyond the heap's 64 KiB allowance: 16 pages).
     thread::sleep(std::time::Duration::from_millis(1200));
-    go.send(()).unwrap();
-    later.join().unwrap();
+    later.exit();
     let idle = resident(&blocks);
     eprintln!(
         "{N} blocks of 3 KiB returned to an exited heap after its memory went back: \
