@@ -137,6 +137,50 @@ pub fn invariant() -> bool {
     max_ext >= 0x8000_0007 && cpuid(0x8000_0007).3 & (1 << 8) != 0
 }
 
+/// The hypervisor's vendor signature (CPUID leaf `0x4000_0000`: EBX, ECX, EDX as 12
+/// ASCII bytes, trailing NULs dropped), when CPUID says a hypervisor is present (leaf 1,
+/// ECX bit 31); `None` on bare metal or when the hypervisor hides itself.
+/// `"KVMKVMKVM"` is KVM, `"TCGTCGTCGTCG"` QEMU emulating the CPU in software (TCG),
+/// `"XenVMMXenVMM"` Xen, `"Microsoft Hv"` Hyper-V, `"VMwareVMware"` VMware.
+///
+/// ```
+/// if let Some(v) = handoff_clock::tsc::hypervisor_signature() {
+///     println!("hypervisor: {v}");
+/// }
+/// ```
+pub fn hypervisor_signature() -> Option<String> {
+    if cpuid(1).2 & (1 << 31) == 0 {
+        return None;
+    }
+    let (_, ebx, ecx, edx) = cpuid(0x4000_0000);
+    Some(signature(ebx, ecx, edx)).filter(|s| !s.is_empty())
+}
+
+/// The 12 bytes of a vendor signature held in three registers, low byte first,
+/// without trailing NULs; bytes outside printable ASCII as `?`.
+///
+/// ```
+/// // "KVMKVMKVM\0\0\0" as KVM returns it.
+/// assert_eq!(handoff_clock::tsc::signature(0x4b4d_564b, 0x564b_4d56, 0x0000_004d), "KVMKVMKVM");
+/// ```
+pub fn signature(ebx: u32, ecx: u32, edx: u32) -> String {
+    let bytes: Vec<u8> = [ebx, ecx, edx]
+        .iter()
+        .flat_map(|r| r.to_le_bytes())
+        .collect();
+    let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    bytes[..end]
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
 /// Whether the CPU has `rdtscp` (CPUID `0x8000_0001`, EDX bit 27).
 ///
 /// ```

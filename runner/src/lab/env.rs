@@ -29,6 +29,12 @@ pub struct Env {
     pub kernel: String,
     /// Hypervisor, when one is detected.
     pub virtualization: String,
+    /// CPUID's hypervisor signature (leaf `0x4000_0000`: `KVMKVMKVM`, `TCGTCGTCGTCG`,
+    /// ...), when CPUID reports a hypervisor.
+    pub hypervisor: Option<String>,
+    /// Whether the CPUs are emulated in software (QEMU's TCG): a run there checks
+    /// behaviour, and none of its timings means anything.
+    pub emulated_cpus: bool,
     /// The rustc that built the runner.
     pub rustc: String,
     /// The C++ compiler that built cpp-baseline.
@@ -67,6 +73,10 @@ impl Env {
         pin_note: Option<String>,
     ) -> Env {
         let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        #[cfg(target_arch = "x86_64")]
+        let hypervisor = handoff_clock::tsc::hypervisor_signature();
+        #[cfg(not(target_arch = "x86_64"))]
+        let hypervisor = None;
         Env {
             cpu_model: cpu_model(&cpuinfo),
             cores_online: topo.online.len(),
@@ -76,7 +86,9 @@ impl Env {
             pins,
             pin_note,
             kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
-            virtualization: virtualization(&cpuinfo),
+            virtualization: virtualization(&cpuinfo, hypervisor.as_deref()),
+            emulated_cpus: emulated(hypervisor.as_deref()),
+            hypervisor,
             rustc: env!("RUNNER_RUSTC_VERSION").to_string(),
             cxx: tools.cxx.clone(),
             boost: tools.boost,
@@ -197,19 +209,48 @@ pub fn this_machine_tag(topo: &Topology) -> String {
 }
 
 /// The hypervisor, from the cpuinfo `hypervisor` flag and the DMI product strings.
-pub fn virtualization(cpuinfo: &str) -> String {
-    let flagged = cpuinfo
-        .lines()
-        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
+pub fn virtualization(cpuinfo: &str, signature: Option<&str>) -> String {
+    let flagged = signature.is_some()
+        || cpuinfo
+            .lines()
+            .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
+    let mut what = match signature {
+        Some(s) => format!("hypervisor present: {}", hypervisor_name(s)),
+        None => "hypervisor present".to_string(),
+    };
+    if emulated(signature) {
+        what.push_str(", emulated CPUs");
+    }
     let dmi: Vec<String> = ["sys_vendor", "product_name"]
         .iter()
         .filter_map(|f| read_trim(&format!("/sys/class/dmi/id/{f}")))
         .collect();
     match (flagged, dmi.is_empty()) {
         (false, _) => "none detected (bare metal?)".into(),
-        (true, true) => "hypervisor present".into(),
-        (true, false) => format!("hypervisor present: {}", dmi.join(" ")),
+        (true, true) => what,
+        (true, false) => format!("{what} ({})", dmi.join(" ")),
     }
+}
+
+/// The hypervisor a CPUID signature names, or the signature itself.
+pub fn hypervisor_name(signature: &str) -> &str {
+    match signature {
+        "KVMKVMKVM" => "KVM",
+        "TCGTCGTCGTCG" => "QEMU TCG",
+        "XenVMMXenVMM" => "Xen",
+        "Microsoft Hv" => "Hyper-V",
+        "VMwareVMware" => "VMware",
+        "VBoxVBoxVBox" => "VirtualBox",
+        "bhyve bhyve " => "bhyve",
+        other => other,
+    }
+}
+
+/// Whether a CPUID hypervisor signature means the CPUs are emulated in software: QEMU's
+/// TCG translates every instruction, so its timings are the translator's, and its CPUs
+/// share whatever real cores run QEMU.
+pub fn emulated(signature: Option<&str>) -> bool {
+    signature == Some("TCGTCGTCGTCG")
 }
 
 #[cfg(test)]
@@ -221,9 +262,26 @@ mod tests {
         let ci =
             "processor\t: 0\nmodel name\t: AMD EPYC 9B14\nflags\t\t: fpu sse hypervisor rdtscp\n";
         assert_eq!(cpu_model(ci), "AMD EPYC 9B14");
-        assert!(virtualization(ci).starts_with("hypervisor present"));
+        assert!(virtualization(ci, None).starts_with("hypervisor present"));
         assert_eq!(cpu_model(""), "unknown");
-        assert!(virtualization("flags : fpu sse\n").starts_with("none detected"));
+        assert!(virtualization("flags : fpu sse\n", None).starts_with("none detected"));
+    }
+
+    #[test]
+    fn hypervisor_signatures() {
+        let kvm = virtualization("flags : fpu hypervisor\n", Some("KVMKVMKVM"));
+        assert!(kvm.starts_with("hypervisor present: KVM"), "{kvm}");
+        assert!(!kvm.contains("emulated"), "{kvm}");
+        // QEMU without KVM may not set the flag in /proc/cpuinfo's copy: CPUID decides.
+        let tcg = virtualization("flags : fpu\n", Some("TCGTCGTCGTCG"));
+        assert!(
+            tcg.starts_with("hypervisor present: QEMU TCG, emulated CPUs"),
+            "{tcg}"
+        );
+        assert!(emulated(Some("TCGTCGTCGTCG")));
+        assert!(!emulated(Some("KVMKVMKVM")) && !emulated(None));
+        assert_eq!(hypervisor_name("Microsoft Hv"), "Hyper-V");
+        assert_eq!(hypervisor_name("unknown vmm"), "unknown vmm");
     }
 
     #[test]
@@ -248,6 +306,8 @@ mod tests {
             "pins",
             "kernel",
             "virtualization",
+            "hypervisor",
+            "emulated_cpus",
             "rustc",
             "cxx",
             "git_revision",
