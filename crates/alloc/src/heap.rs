@@ -38,22 +38,26 @@ use outbox::{Outbox, BATCH, EMPTY_OUTBOX, OUTBOXES};
 /// others kept 4-6 MiB per refill circulating, and its depot never went stale.
 const REFILL_BYTES: usize = 64 << 10;
 /// Blocks of each class a refill moves at a time (see [`REFILL_BYTES`]).
-static REFILL_BATCH: [u8; NUM_CLASSES] = {
-    let mut t = [0u8; NUM_CLASSES];
+static REFILL_BATCH: [u32; NUM_CLASSES] = blocks_within(REFILL_BYTES, MAG as u32 / 2);
+
+/// Per class, how many of its blocks fit in `bytes`, at most `most` and at least one:
+/// the batch sizes of refills and of outboxes, which hold a byte budget.
+const fn blocks_within(bytes: usize, most: u32) -> [u32; NUM_CLASSES] {
+    let mut t = [0u32; NUM_CLASSES];
     let mut c = 0;
     while c < NUM_CLASSES {
-        let fit = REFILL_BYTES / class_size(c);
-        t[c] = if fit >= MAG / 2 {
-            (MAG / 2) as u8
+        let fit = bytes / class_size(c);
+        t[c] = if fit >= most as usize {
+            most
         } else if fit == 0 {
             1
         } else {
-            fit as u8
+            fit as u32
         };
         c += 1;
     }
     t
-};
+}
 /// Memory committed at a time in one region.
 const COMMIT: usize = 1 << 20;
 // `carve` commits one step when the next block does not fit: every class's first block

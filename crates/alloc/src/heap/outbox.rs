@@ -15,20 +15,7 @@ pub(super) const BATCH: u32 = 64;
 pub(super) const OUTBOX_BYTES: usize = 256 << 10;
 /// Blocks of each class an outbox sends at a time: [`BATCH`], or fewer so that a batch
 /// holds at most [`OUTBOX_BYTES`] (at least one block).
-pub(super) static OUTBOX_BATCH: [u32; NUM_CLASSES] = {
-    let mut t = [0u32; NUM_CLASSES];
-    let mut c = 0;
-    while c < NUM_CLASSES {
-        let fit = OUTBOX_BYTES / class_size(c);
-        t[c] = if fit >= BATCH as usize {
-            BATCH
-        } else {
-            fit as u32
-        };
-        c += 1;
-    }
-    t
-};
+pub(super) static OUTBOX_BATCH: [u32; NUM_CLASSES] = blocks_within(OUTBOX_BYTES, BATCH);
 // Every class's batch holds at least one block.
 const _: () = assert!(MAX_SMALL <= OUTBOX_BYTES);
 
