@@ -8,6 +8,7 @@
 #include <new>
 #include <queue>
 
+#include <time.h>
 #include <x86intrin.h>
 
 #include "ring.hpp"
@@ -35,6 +36,13 @@ inline uint64_t rdtscp_ordered(uint32_t* aux) {
     uint64_t t = __rdtscp(aux);
     _mm_lfence();
     return t;
+}
+
+// CLOCK_MONOTONIC in nanoseconds: handoff-clock's monotonic source reads the same.
+inline uint64_t monotonic_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 inline MarketTick make_tick(uint64_t i) {
@@ -67,7 +75,7 @@ struct hb_role {
     double period;           // ticks between sends; 0 = unpaced
     uint64_t* stamps;        // n stamps: send stamp by index / receive stamp by seq
     uint32_t cpu;            // the core this thread is pinned to (TSC_AUX low 12 bits)
-    uint32_t _pad;
+    uint32_t clock;          // 0: the TSC (rdtsc, rdtscp); 1: CLOCK_MONOTONIC, no core check
     const uint8_t* stop;     // nonzero: stop pacing, push the rest at once
     uint64_t off_cpu;        // out: stamps taken on another core
     uint64_t bad_seq;        // out (consumer): items out of order or out of range
@@ -83,9 +91,25 @@ inline void wait_until_due(const hb_role* r, uint64_t i, double& period) {
     if ((i & 4095) == 0 && __atomic_load_n(r->stop, __ATOMIC_RELAXED) != 0) period = 0.0;
     if (period > 0.0) {
         const uint64_t due = r->t0 + static_cast<uint64_t>(static_cast<double>(i) * period);
-        while (__rdtsc() < due) {
+        if (r->clock == 0) {
+            while (__rdtsc() < due) {
+            }
+        } else {
+            while (monotonic_ns() < due) {
+            }
         }
     }
+}
+
+// A stamp on the role's clock: rdtscp; lfence on the TSC, counting it in `off` when
+// TSC_AUX names another core than the pinned one; a CLOCK_MONOTONIC read otherwise
+// (no core check, as handoff-clock's monotonic stamps carry no cpu).
+inline uint64_t stamp(const hb_role* r, uint64_t& off) {
+    if (r->clock != 0) return monotonic_ns();
+    uint32_t aux;
+    const uint64_t t = rdtscp_ordered(&aux);
+    off += (aux & 0xfff) != r->cpu;
+    return t;
 }
 
 // Non-blocking push / pop of the two lock-free queues, one spelling for the loops.
@@ -113,9 +137,7 @@ bool try_pop(boost::lockfree::spsc_queue<MarketTick, Opts...>& q, MarketTick& t)
 inline MarketTick due_tick(hb_role* r, uint64_t i, double& period, uint64_t& off) {
     wait_until_due(r, i, period);
     const MarketTick tick = make_tick(i);
-    uint32_t aux;
-    r->stamps[i] = rdtscp_ordered(&aux);
-    off += (aux & 0xfff) != r->cpu;
+    r->stamps[i] = stamp(r, off);
     return tick;
 }
 
@@ -123,9 +145,7 @@ inline MarketTick due_tick(hb_role* r, uint64_t i, double& period, uint64_t& off
 // count the item as bad if it is out of order or corrupted), and count the stamp if it
 // was taken off the pinned core.
 inline void taken(hb_role* r, uint64_t k, const MarketTick& t, uint64_t& off, uint64_t& bad) {
-    uint32_t aux;
-    const uint64_t ts = rdtscp_ordered(&aux);
-    off += (aux & 0xfff) != r->cpu;
+    const uint64_t ts = stamp(r, off);
     if (t.seq != k || t.seq >= r->n || t.qty != static_cast<uint32_t>(t.seq)) {
         ++bad;
         return;

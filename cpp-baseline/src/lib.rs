@@ -10,7 +10,8 @@
 //!   private copy (what the document's producer does not: it loads `tail` from the line
 //!   the consumer polls).
 //!
-//! Each role's whole hot loop (pacing, `rdtscp` stamps, push or pop) runs in C++:
+//! Each role's whole hot loop (pacing, `rdtscp` stamps, push or pop) runs in C++
+//! (`CLOCK_MONOTONIC` stamps instead where the TSC is not usable: [`Ticks`]):
 //! Rust pins a thread, calls [`ProducerSide::run`] or [`ConsumerSide::run`] once,
 //! and reads the stamps back. There is no FFI call per item.
 //!
@@ -149,15 +150,30 @@ impl fmt::Display for QueueError {
 
 impl std::error::Error for QueueError {}
 
+/// What the C++ loops pace and stamp with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Ticks {
+    /// The time-stamp counter: `rdtsc` to pace, `rdtscp; lfence` to stamp, `TSC_AUX`
+    /// for the core check.
+    #[default]
+    Tsc,
+    /// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds (what `handoff-clock`'s
+    /// monotonic source reads), with no core check.
+    Monotonic,
+}
+
 /// One thread's job: what [`ProducerSide::run`] or [`ConsumerSide::run`] does.
 #[derive(Debug)]
 pub struct Role<'a> {
-    /// Schedule origin in TSC ticks: item `i` is due at `t0 + floor(i * period_ticks)`.
+    /// Schedule origin in ticks of [`Role::ticks`]: item `i` is due at
+    /// `t0 + floor(i * period_ticks)`.
     pub t0: u64,
-    /// TSC ticks between sends; 0 sends as fast as the queue takes them.
+    /// Ticks between sends; 0 sends as fast as the queue takes them.
     pub period_ticks: f64,
-    /// The core the thread is pinned to: stamps whose `TSC_AUX` names another core
-    /// are counted in [`RoleReport::off_cpu`].
+    /// The clock the schedule, `t0` and the stamps are in.
+    pub ticks: Ticks,
+    /// The core the thread is pinned to: on the TSC, stamps whose `TSC_AUX` names
+    /// another core are counted in [`RoleReport::off_cpu`].
     pub cpu: u32,
     /// One stamp per item (its length is the item count). The producer writes its
     /// send stamp at index `i`; the consumer writes its receive stamp at index `seq`.
@@ -172,6 +188,7 @@ impl<'a> Role<'a> {
         Role {
             t0: 0,
             period_ticks: 0.0,
+            ticks: Ticks::Tsc,
             cpu: u32::MAX,
             stamps,
             stop,
@@ -197,7 +214,7 @@ struct RawRole {
     period: f64,
     stamps: *mut u64,
     cpu: u32,
-    _pad: u32,
+    clock: u32,
     stop: *const u8,
     off_cpu: u64,
     bad_seq: u64,
@@ -336,7 +353,10 @@ fn raw(role: Role<'_>) -> RawRole {
         },
         stamps: role.stamps.as_mut_ptr(),
         cpu: role.cpu,
-        _pad: 0,
+        clock: match role.ticks {
+            Ticks::Tsc => 0,
+            Ticks::Monotonic => 1,
+        },
         stop: role.stop.as_ptr().cast_const(),
         off_cpu: 0,
         bad_seq: 0,
@@ -345,7 +365,8 @@ fn raw(role: Role<'_>) -> RawRole {
 
 impl ProducerSide {
     /// Sends `role.stamps.len()` ticks (seq 0, 1, ...) on the role's schedule,
-    /// stamping each with `rdtscp; lfence` just before its push. Blocks (spinning, or
+    /// stamping each with `rdtscp; lfence` (or a monotonic read, per [`Role::ticks`])
+    /// just before its push. Blocks (spinning, or
     /// on the condition variable) while the queue is full.
     pub fn run(&mut self, role: Role<'_>) -> RoleReport {
         #[cfg(have_cpp)]
@@ -369,8 +390,8 @@ impl ProducerSide {
 }
 
 impl ConsumerSide {
-    /// Receives `role.stamps.len()` ticks, stamping each with `rdtscp; lfence` just
-    /// after its pop (after the unlock for the mutex variant) at index `seq`.
+    /// Receives `role.stamps.len()` ticks, stamping each with `rdtscp; lfence` (or a
+    /// monotonic read, per [`Role::ticks`]) just after its pop (after the unlock for the mutex variant) at index `seq`.
     /// Spins (or waits on the condition variable) while the queue is empty.
     pub fn run(&mut self, role: Role<'_>) -> RoleReport {
         #[cfg(have_cpp)]

@@ -1,16 +1,28 @@
 //! Every C++ variant moves every item once, in order, with a receive stamp no
 //! earlier than its send stamp; bad capacities are refused.
 
-use cpp_baseline::{queue, Kind, QueueError, Role};
+use cpp_baseline::{queue, Kind, QueueError, Role, Ticks};
 use std::sync::atomic::AtomicU8;
 
 /// Runs `n` items through `kind` at `capacity`, paced at `period` ticks (0: unpaced).
 fn run(kind: Kind, capacity: usize, n: usize, period: f64) -> Option<(u64, Vec<u64>, Vec<u64>)> {
-    run_with_stop(kind, capacity, n, period, 0)
+    run_on(Ticks::Tsc, kind, capacity, n, period, 0)
 }
 
 /// [`run`] with the stop flag set to `stop` before the producer starts.
 fn run_with_stop(
+    kind: Kind,
+    capacity: usize,
+    n: usize,
+    period: f64,
+    stop: u8,
+) -> Option<(u64, Vec<u64>, Vec<u64>)> {
+    run_on(Ticks::Tsc, kind, capacity, n, period, stop)
+}
+
+/// [`run_with_stop`] on the clock `ticks`; the origin is that clock's reading now.
+fn run_on(
+    ticks: Ticks,
     kind: Kind,
     capacity: usize,
     n: usize,
@@ -28,15 +40,21 @@ fn run_with_stop(
     let stop = AtomicU8::new(stop);
     let mut sent = vec![0u64; n];
     let mut got = vec![0u64; n];
-    let t0 = handoff_clock::tsc::rdtsc();
+    let t0 = match ticks {
+        Ticks::Tsc => handoff_clock::tsc::rdtsc(),
+        Ticks::Monotonic => handoff_clock::Clock::monotonic().now(),
+    };
     std::thread::scope(|s| {
         let producer = s.spawn(|| {
             let mut role = Role::unpaced(&mut sent, &stop);
             role.t0 = t0;
             role.period_ticks = period;
+            role.ticks = ticks;
             tx.run(role)
         });
-        let report = rx.run(Role::unpaced(&mut got, &stop));
+        let mut role = Role::unpaced(&mut got, &stop);
+        role.ticks = ticks;
+        let report = rx.run(role);
         assert_eq!(report.bad_seq, 0, "{}: items out of order", kind.name());
         producer.join().unwrap();
     });
@@ -82,6 +100,33 @@ fn paced_sends_follow_the_schedule() {
                 assert!(
                     *s >= t0 + i as u64 * 2000,
                     "{}: item {i} sent early",
+                    kind.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn on_the_monotonic_clock_the_stamps_are_handoff_clocks_nanoseconds() {
+    // Paced 2000 ns apart on CLOCK_MONOTONIC: every stamp lies between the origin (taken
+    // by handoff-clock's monotonic source) and handoff-clock's reading after the run,
+    // and no send is early. A C++ loop on another clock (the TSC, or nanoseconds from
+    // another origin) breaks one of the two.
+    let clock = handoff_clock::Clock::monotonic();
+    for kind in Kind::ALL {
+        if let Some((t0, sent, got)) = run_on(Ticks::Monotonic, kind, 1024, 2_000, 2000.0, 0) {
+            let after = clock.now();
+            check(kind, &sent, &got);
+            for (i, (s, r)) in sent.iter().zip(&got).enumerate() {
+                assert!(
+                    *s >= t0 + i as u64 * 2000,
+                    "{}: item {i} sent early",
+                    kind.name()
+                );
+                assert!(
+                    *r <= after,
+                    "{}: item {i} stamped after the run",
                     kind.name()
                 );
             }

@@ -44,6 +44,12 @@ pub fn commands() -> [Command; 3] {
                 .long("full")
                 .action(ArgAction::SetTrue)
                 .help("The documents' own sizes (the allocator test's 1.3 GB working set)"),
+        )
+        .arg(
+            Arg::new("clock")
+                .long("clock")
+                .value_parser(["auto", "tsc", "monotonic"])
+                .help("Passed to every experiment: what the stamps read [default: auto, the TSC where it is usable, else CLOCK_MONOTONIC]"),
         );
     let report = Command::new("report")
         .about("Writes REPORT.md and every chart again from the results JSON of a folder (byte for byte what runner all wrote)")
@@ -107,6 +113,9 @@ pub fn prepare(sub: &ArgMatches, topo: &Topology) -> Result<AllPlan> {
             let mut argv = vec![e.name()];
             argv.extend_from_slice(e.all(scale).flags);
             argv.extend_from_slice(&["--out", &staging_arg]);
+            if let Some(clock) = sub.get_one::<String>("clock") {
+                argv.extend_from_slice(&["--clock", clock]);
+            }
             let m = e
                 .command()
                 .try_get_matches_from(&argv)

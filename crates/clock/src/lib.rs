@@ -29,6 +29,7 @@
 #[cfg(all(test, handoff_global_alloc))]
 use handoff_alloc as _;
 
+#[cfg(not(target_os = "linux"))]
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -43,8 +44,9 @@ pub mod tsc;
 pub enum Source {
     /// The x86_64 time-stamp counter (ordered `lfence; rdtsc` / `rdtscp; lfence`).
     Tsc,
-    /// [`std::time::Instant`] (`CLOCK_MONOTONIC` on Linux), in nanoseconds since a
-    /// process-wide origin.
+    /// `CLOCK_MONOTONIC` in nanoseconds on Linux (the clock [`std::time::Instant`]
+    /// reads; ticks compare across processes and with C's `clock_gettime`), elsewhere
+    /// [`std::time::Instant`] in nanoseconds since a process-wide origin.
     Monotonic,
 }
 
@@ -128,15 +130,37 @@ pub struct Clock {
     calibration: Calibration,
 }
 
-/// The origin of monotonic ticks, shared by every clock of the process.
+/// The origin of monotonic ticks where `CLOCK_MONOTONIC` is not read directly.
+#[cfg(not(target_os = "linux"))]
 fn origin() -> Instant {
     static ORIGIN: OnceLock<Instant> = OnceLock::new();
     *ORIGIN.get_or_init(Instant::now)
 }
 
+/// A monotonic read in nanoseconds: on Linux `CLOCK_MONOTONIC` itself (the clock
+/// `Instant` reads), so that ticks of two processes, or of C code reading
+/// `clock_gettime(CLOCK_MONOTONIC)`, compare directly; elsewhere nanoseconds since a
+/// process-wide origin.
 #[inline]
 fn monotonic_ticks() -> u64 {
-    origin().elapsed().as_nanos() as u64
+    #[cfg(target_os = "linux")]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec and CLOCK_MONOTONIC exists on
+        // every Linux; the call writes `ts` and nothing else.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        debug_assert_eq!(rc, 0);
+        (ts.tv_sec as u64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(ts.tv_nsec as u64)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        origin().elapsed().as_nanos() as u64
+    }
 }
 
 fn kernel_clocksource() -> Option<String> {
@@ -339,6 +363,7 @@ impl Clock {
     fn fallback(tsc: Option<(bool, bool)>, windows: Option<(u32, u64)>, reason: String) -> Clock {
         let (invariant_tsc, rdtscp) = tsc.unwrap_or((false, false));
         let (windows, window_ns) = windows.unwrap_or((0, 0));
+        #[cfg(not(target_os = "linux"))]
         origin();
         Clock {
             source: Source::Monotonic,
@@ -637,6 +662,30 @@ fn tsc_window(window: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On Linux the monotonic source is `CLOCK_MONOTONIC` itself, so that C code (the
+    /// runner's C++ variants) and other processes stamp on the same scale.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn monotonic_ticks_are_clock_monotonic_nanoseconds() {
+        let raw = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: a valid, writable timespec.
+            assert_eq!(
+                unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) },
+                0
+            );
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
+        let t = Clock::monotonic().timer();
+        let (a, b, c) = (raw(), t.now(), raw());
+        assert!(a <= b && b <= c, "{a} <= {b} <= {c}");
+        let (d, e, f) = (raw(), t.stamp().0, raw());
+        assert!(d <= e && e <= f, "{d} <= {e} <= {f}");
+    }
 
     /// Both clocks measure the same 30 ms interval and must agree within 1%. A
     /// hypervisor pause between the paired reads can skew one attempt, so the test

@@ -76,6 +76,46 @@ pub struct Claim {
     pub verdict: Verdict,
     /// Why that verdict: the rule applied, or what kept the claim out of reach.
     pub reason: String,
+    /// Whether the claim is judged on figures read from a clock (speed, latency,
+    /// throughput, depth): those are out of reach on emulated CPUs
+    /// ([`on_emulated_cpus`]). False for memory and placement claims
+    /// ([`untimed`](Claim::untimed)).
+    pub timed: bool,
+}
+
+/// The reason's opening when a timed claim was run on emulated CPUs.
+pub const EMULATED: &str = "emulated CPUs";
+
+/// Every timed claim of a run on emulated CPUs (QEMU's TCG: the environment's
+/// `emulated_cpus`) judged "not measurable here", its reason opening with
+/// [`EMULATED`] and keeping what the figures alone would have given: software
+/// emulation runs several guest CPUs on each host core, so no speed, latency or
+/// depth it shows says anything about hardware. A claim the run did not measure stays
+/// "not measured"; memory and placement claims keep their verdicts.
+///
+/// ```
+/// use runner::lab::claims::{holds, on_emulated_cpus, Claim, Verdict};
+/// let fast = Claim::new("x", "A beats B", "2x", "3x", holds(true, "A/B >= 2")).at("s");
+/// let small = Claim::new("m", "A uses less", "-", "-", holds(true, "A <= B")).at("s").untimed();
+/// let out = on_emulated_cpus(vec![fast, small]);
+/// assert_eq!(out[0].verdict, Verdict::NotMeasurableHere);
+/// assert!(out[0].reason.starts_with("emulated CPUs"));
+/// assert_eq!(out[1].verdict, Verdict::Holds);
+/// ```
+pub fn on_emulated_cpus(claims: Vec<Claim>) -> Vec<Claim> {
+    claims
+        .into_iter()
+        .map(|mut c| {
+            if c.timed && c.verdict != Verdict::NotMeasured {
+                c.reason = format!(
+                    "{EMULATED} (not measurable here): these CPUs are emulated in software, several on each host core, so no timing says anything about hardware; on these figures alone: {}, {}",
+                    c.verdict, c.reason
+                );
+                c.verdict = Verdict::NotMeasurableHere;
+            }
+            c
+        })
+        .collect()
 }
 
 /// The verdict on an absolute figure and its reason: within [`NEAR`] of the document's
@@ -234,7 +274,15 @@ impl Claim {
             ours: ours.into(),
             verdict,
             reason,
+            timed: true,
         }
+    }
+
+    /// Marks the claim as judged on figures no clock gave (memory, placement): it
+    /// keeps its verdict on emulated CPUs ([`on_emulated_cpus`]).
+    pub fn untimed(mut self) -> Claim {
+        self.timed = false;
+        self
     }
 
     /// Where in the document the claim stands: its section, table or figure, as the

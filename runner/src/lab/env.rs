@@ -107,17 +107,22 @@ impl Env {
 
     /// One line for the top of the printed report.
     pub fn summary(&self) -> String {
+        let clock = match self.tsc.source {
+            handoff_clock::Source::Tsc => format!(
+                "TSC {:.4} GHz (±{:.2} ppm)",
+                self.tsc.freq_hz / 1e9,
+                self.tsc.error_ppm
+            ),
+            handoff_clock::Source::Monotonic => "clock CLOCK_MONOTONIC (no usable TSC)".into(),
+        };
         format!(
-            "{} | {} cores online, allowed {} | L3 groups [{}] | {} | kernel {} | TSC {:.4} GHz ({:?}, ±{:.2} ppm) | {}",
+            "{} | {} cores online, allowed {} | L3 groups [{}] | {} | kernel {} | {clock} | {}",
             self.cpu_model,
             self.cores_online,
             self.allowed_cpus,
             self.l3_groups.join("] ["),
             self.virtualization,
             self.kernel,
-            self.tsc.freq_hz / 1e9,
-            self.tsc.source,
-            self.tsc.error_ppm,
             self.git_revision
         )
     }

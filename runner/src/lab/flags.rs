@@ -28,6 +28,23 @@ pub struct Common {
     /// Seconds to spin on the measured cores, before and after the runs, measuring what interrupts them (0: skip)
     #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = num_value)]
     pub noise_seconds: f64,
+    /// What the stamps read: the TSC where CPUID reports it invariant, else CLOCK_MONOTONIC (auto); tsc refuses to run without a usable TSC
+    #[arg(long, value_enum, default_value = "auto")]
+    pub clock: ClockChoice,
+}
+
+/// `--clock`: which clock the stamps read.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockChoice {
+    /// The TSC where it is usable (invariant, with `rdtscp`, calibrating within
+    /// 500 ppm), else `CLOCK_MONOTONIC`, saying why.
+    #[default]
+    Auto,
+    /// The TSC, or a clear error where it is not usable.
+    Tsc,
+    /// `CLOCK_MONOTONIC` (nanoseconds; coarser and dearer to read than the TSC).
+    Monotonic,
 }
 
 impl Common {
@@ -58,6 +75,7 @@ impl Common {
             runs,
             out: self.out.clone(),
             noise_seconds,
+            clock: self.clock,
         })
     }
 }
@@ -72,6 +90,10 @@ pub struct Run {
     pub out: PathBuf,
     /// Seconds of the noise probe before and after the runs (0: none).
     pub noise_seconds: f64,
+    /// The clock asked for (`--clock`); the one used is in the environment's `tsc`
+    /// block (`source`).
+    #[serde(default)]
+    pub clock: ClockChoice,
 }
 
 /// The clap value parser of a number flag (`2.5e6`, `0.2`). clap names the flag in its

@@ -177,6 +177,11 @@ impl Stamper {
     pub fn cpu(self) -> u32 {
         self.cpu
     }
+
+    /// The timer it stamps with.
+    pub fn timer(self) -> Timer {
+        self.timer
+    }
 }
 
 /// Runs `work` on one thread pinned to `cpu` and returns its result.

@@ -152,18 +152,30 @@ fn machine(s: &mut String, env: &Value, revisions: &str) {
         ),
         ("virtualisation", str_of(&env["virtualization"]).to_string()),
         ("kernel", str_of(&env["kernel"]).to_string()),
-        (
-            "TSC",
-            format!(
-                "{} GHz, {} (invariant: {}), calibration error {} ppm",
-                tsc["freq_hz"]
-                    .as_f64()
-                    .map_or("-".into(), |f| format!("{:.4}", f / 1e9)),
-                str_of(&tsc["source"]),
-                tsc["invariant_tsc"],
-                num(&tsc["error_ppm"])
-            ),
-        ),
+        if str_of(&tsc["source"]) == "monotonic" {
+            (
+                "clock",
+                format!(
+                    "CLOCK_MONOTONIC, not the TSC ({}; invariant TSC: {}), stamps resolve to {} ns",
+                    str_of(&tsc["fallback_reason"]),
+                    tsc["invariant_tsc"],
+                    num(&env["clock_read_cost_ns"]["step_ns"])
+                ),
+            )
+        } else {
+            (
+                "TSC",
+                format!(
+                    "{} GHz, {} (invariant: {}), calibration error {} ppm",
+                    tsc["freq_hz"]
+                        .as_f64()
+                        .map_or("-".into(), |f| format!("{:.4}", f / 1e9)),
+                    str_of(&tsc["source"]),
+                    tsc["invariant_tsc"],
+                    num(&tsc["error_ppm"])
+                ),
+            )
+        },
         (
             "compilers",
             format!("{}; {}", str_of(&env["rustc"]), str_of(&env["cxx"])),

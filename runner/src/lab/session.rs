@@ -8,7 +8,7 @@
 use super::claims::{self, Claim};
 use super::env::{Env, Toolchain};
 use super::error::{Error, Result};
-use super::flags::Run;
+use super::flags::{ClockChoice, Run};
 use super::noise::{self, Probes};
 use super::pin::{self, Placement};
 use super::results::Outputs;
@@ -79,18 +79,7 @@ impl Session {
         if let Some(c) = plan.placement.control() {
             pin::pin_current(c)?;
         }
-        let clock = Clock::calibrate();
-        if clock.source() != handoff_clock::Source::Tsc {
-            return Err(Error::Unsupported(format!(
-                "the TSC is not usable here ({}); the {} experiment needs it",
-                clock
-                    .calibration()
-                    .fallback_reason
-                    .clone()
-                    .unwrap_or_default(),
-                id.name
-            )));
-        }
+        let clock = choose_clock(plan.run.clock)?;
         let place = &plan.placement;
         let mut pins: BTreeMap<String, Option<usize>> = place
             .roles()
@@ -99,6 +88,9 @@ impl Session {
         pins.insert("control".into(), place.control());
         let env = Env::capture(topo, &clock, tools, pins, place.note());
         println!("{}", header(id, &env));
+        if let Some(line) = clock_line(&clock, &env) {
+            println!("{line}");
+        }
         let mut line = String::from("pins: ");
         for (role, cpu) in place.roles() {
             line.push_str(&format!("{role} {cpu}, "));
@@ -193,10 +185,13 @@ impl Session {
     /// prints the report and writes `<experiment>.json`, `<experiment>.txt` and the
     /// experiment's files, all or nothing. After Ctrl-C nothing is written and the
     /// result is [`Error::Interrupted`].
-    pub fn finish(mut self, out: Output) -> Result<Vec<PathBuf>> {
+    pub fn finish(mut self, mut out: Output) -> Result<Vec<PathBuf>> {
         self.bar.finish_and_clear();
         if self.interrupted() {
             return Err(Error::Interrupted);
+        }
+        if self.env.emulated_cpus {
+            out.claims = claims::on_emulated_cpus(std::mem::take(&mut out.claims));
         }
         let probed = self.probe_after()?.is_some();
         if probed {
@@ -290,4 +285,32 @@ fn header(id: Id, env: &Env) -> String {
 
 fn to_value<T: serde::Serialize>(v: &T) -> Result<Value> {
     Ok(serde_json::to_value(v)?)
+}
+
+/// The clock `--clock` asks for: the TSC where it is usable (`auto`, `tsc`), else
+/// `CLOCK_MONOTONIC`; `--clock tsc` where the TSC is not usable is an error.
+fn choose_clock(choice: ClockChoice) -> Result<Clock> {
+    if choice == ClockChoice::Monotonic {
+        return Ok(Clock::monotonic());
+    }
+    let clock = Clock::calibrate();
+    if choice == ClockChoice::Tsc && clock.source() != handoff_clock::Source::Tsc {
+        return Err(Error::Unsupported(format!(
+            "--clock tsc: the TSC is not usable here ({}); leave --clock out (or use --clock monotonic) to stamp with CLOCK_MONOTONIC",
+            clock.calibration().fallback_reason.as_deref().unwrap_or("no reason given")
+        )));
+    }
+    Ok(clock)
+}
+
+/// One line when the stamps do not come from the TSC: which clock, why, and what
+/// that means for the figures (`None` on the TSC).
+fn clock_line(clock: &Clock, env: &Env) -> Option<String> {
+    let why = clock.calibration().fallback_reason.as_deref()?;
+    let cost = &env.clock_read_cost_ns;
+    Some(format!(
+        "clock: CLOCK_MONOTONIC, not the TSC ({why}): a read costs {}, stamps resolve to {}; differences below that are judged ties, and no per-stamp core check is made",
+        fmt::dur(cost.start_ns.round() as u64),
+        fmt::dur(cost.step_ns.max(1.0).round() as u64)
+    ))
 }

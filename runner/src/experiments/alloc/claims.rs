@@ -98,7 +98,8 @@ impl Outcome {
                     "handoff-alloc's overhead is at most 1.2x jemalloc's",
                 ),
             )
-            .at("Test results, Figure 2"),
+            .at("Test results, Figure 2")
+            .untimed(),
         );
         let target = speedup(Contender::Mimalloc).min(speedup(Contender::Jemalloc));
         claims.push(Claim::new(
@@ -192,7 +193,8 @@ impl Outcome {
                 ),
                 holds(mem(t2) < mem(t1), "Take 2's ratio below Take 1's"),
             )
-            .at("Take 2 - Dereferenceable pointers and bucket page headers"),
+            .at("Take 2 - Dereferenceable pointers and bucket page headers")
+            .untimed(),
         );
         let (over1, c1) = steady(&self.paired_ns(t1, t3));
         let (over2, c2) = steady(&self.paired_ns(t2, t3));
@@ -249,7 +251,8 @@ impl Outcome {
                     "power-of-two classes' memory ratio at least 1.1x the half-exponent one's",
                 ),
             )
-            .at("Optimizing allocation - calculating logarithms"),
+            .at("Optimizing allocation - calculating logarithms")
+            .untimed(),
         );
         claims
     }

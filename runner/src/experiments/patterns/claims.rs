@@ -270,7 +270,8 @@ pub fn claims(o: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
                     )
                 },
             )
-            .at("Production Metrics, Memory Efficiency"),
+            .at("Production Metrics, Memory Efficiency")
+            .untimed(),
         );
     }
     let med = ratio(m.latency.p50, p.latency.p50);
@@ -346,7 +347,8 @@ pub fn claims(o: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
             ),
             (verdict, reason),
         )
-        .at("Production Metrics, Memory Efficiency"),
+        .at("Production Metrics, Memory Efficiency")
+.untimed(),
     );
     let nm = &o.numa;
     let numa = match (nm.remote_gbps, nm.remote_cpu) {
@@ -382,7 +384,11 @@ pub fn claims(o: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
         ),
     };
     v.push(numa.at("NUMA-Aware Allocation; Lessons Learned 5"));
-    v.push(per_node(nm).at("NUMA-Aware Allocation, PerThreadPool"));
+    v.push(
+        per_node(nm)
+            .at("NUMA-Aware Allocation, PerThreadPool")
+            .untimed(),
+    );
     let l1 = &o.l1;
     let (ours, verdict) = match (l1.misses, &l1.unavailable) {
         (Some((pool, malloc)), _) => {
@@ -521,7 +527,8 @@ fn lesson_claims(o: &Outcome) -> Vec<Claim> {
                     ),
                 ),
             )
-            .at("Production Metrics, Memory Efficiency"),
+            .at("Production Metrics, Memory Efficiency")
+            .untimed(),
         );
         let (x_text, (verdict, reason)) = if oa > 0.0 {
             let x = om / oa;
@@ -543,7 +550,8 @@ fn lesson_claims(o: &Outcome) -> Vec<Claim> {
                 format!("{ours} ({x_text})"),
                 (verdict, reason),
             )
-            .at("Our results (2024): Memory efficiency"),
+            .at("Our results (2024): Memory efficiency")
+            .untimed(),
         );
     }
     v

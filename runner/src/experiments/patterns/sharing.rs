@@ -82,20 +82,26 @@ fn general_batches(timer: Timer, orders: u64) -> u64 {
 const JOB_BATCHES: u64 = 0;
 const JOB_FRAGMENTATION: u64 = 1;
 
-/// The child's side: the job (8 bytes), a count (8 bytes: orders, or ticks), the TSC
-/// frequency's bits (8 bytes); the wall ticks out, or the fragmentation figures.
+/// The child's side: the job (8 bytes), a count (8 bytes: orders, or ticks), the
+/// timer's frequency bits (8 bytes) and its source (8 bytes: 0 the TSC, 1 monotonic);
+/// the wall ticks out, or the fragmentation figures.
 pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
     let word = |k: usize| -> std::result::Result<u64, String> {
         input
             .get(k * 8..k * 8 + 8)
             .and_then(|b| b.try_into().ok())
             .map(u64::from_le_bytes)
-            .ok_or_else(|| "patterns child: expected 24 bytes".to_string())
+            .ok_or_else(|| "patterns child: expected 32 bytes".to_string())
     };
     let (job, count, freq) = (word(0)?, word(1)?, f64::from_bits(word(2)?));
+    let source = match word(3)? {
+        0 => handoff_clock::Source::Tsc,
+        1 => handoff_clock::Source::Monotonic,
+        s => return Err(format!("patterns child: unknown clock source {s}")),
+    };
     match job {
         JOB_BATCHES => {
-            let timer = Timer::with_frequency(handoff_clock::Source::Tsc, freq);
+            let timer = Timer::with_frequency(source, freq);
             // A first pass warms the allocator's caches and the process's pages; the
             // second is timed.
             general_batches(timer, count);
@@ -108,7 +114,11 @@ pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
 
 /// The input of a child job.
 fn job(job: u64, count: u64, timer: Timer) -> Vec<u8> {
-    [job, count, timer.freq_hz().to_bits()]
+    let source = match timer.source() {
+        handoff_clock::Source::Tsc => 0,
+        handoff_clock::Source::Monotonic => 1,
+    };
+    [job, count, timer.freq_hz().to_bits(), source]
         .iter()
         .flat_map(|w| w.to_le_bytes())
         .collect()

@@ -396,11 +396,21 @@ impl Consume for Blocking<'_> {
 /// A C++ side: one call runs the whole role in C++.
 struct Cpp<S>(S);
 
+/// The C++ loops' clock: the one the role's stamper reads (the TSC, or
+/// `CLOCK_MONOTONIC`, which handoff-clock's monotonic source reads too).
+fn cpp_ticks(at: Stamper) -> cpp_baseline::Ticks {
+    match at.timer().source() {
+        handoff_clock::Source::Tsc => cpp_baseline::Ticks::Tsc,
+        handoff_clock::Source::Monotonic => cpp_baseline::Ticks::Monotonic,
+    }
+}
+
 impl Produce for Cpp<cpp_baseline::ProducerSide> {
     fn produce(mut self, sched: Schedule, stamps: &mut [u64], at: Stamper, stop: &AtomicU8) -> u64 {
         let r = self.0.run(cpp_baseline::Role {
             t0: sched.t0,
             period_ticks: sched.period_ticks,
+            ticks: cpp_ticks(at),
             cpu: at.cpu(),
             stamps,
             stop,
@@ -415,6 +425,7 @@ impl Consume for Cpp<cpp_baseline::ConsumerSide> {
         let r = self.0.run(cpp_baseline::Role {
             t0: 0,
             period_ticks: 0.0,
+            ticks: cpp_ticks(at),
             cpu: at.cpu(),
             stamps,
             stop: &NEVER,
