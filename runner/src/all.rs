@@ -22,7 +22,7 @@ pub fn commands() -> [Command; 3] {
         .collect();
     let all = Command::new("all")
         .about(format!(
-            "Every experiment, one after the other, into <out>/<machine>/ with REPORT.md (about ten minutes on 2 cores; --quick about two, --full the documents' sizes): {}",
+            "Every experiment, one after the other, into <out>/<machine>/ with REPORT.md (about ten minutes on 2 cores; --smoke under one, --quick about two, --full the documents' sizes): {}",
             names.join("; ")
         ))
         .arg(
@@ -31,6 +31,13 @@ pub fn commands() -> [Command; 3] {
                 .value_parser(clap::value_parser!(PathBuf))
                 .default_value("handoff-results")
                 .help("Output directory: the results go into a folder named after this machine inside it"),
+        )
+        .arg(
+            Arg::new("smoke")
+                .long("smoke")
+                .action(ArgAction::SetTrue)
+                .conflicts_with_all(["quick", "full"])
+                .help("The smallest runs that take every path once (under a minute here; a few minutes on an emulated machine): checks that everything runs, its figures mean little"),
         )
         .arg(
             Arg::new("quick")
@@ -96,7 +103,9 @@ pub fn prepare(sub: &ArgMatches, topo: &Topology) -> Result<AllPlan> {
         .cloned()
         .unwrap_or_else(|| PathBuf::from("handoff-results"));
     check_writable(&out)?;
-    let scale = if sub.get_flag("quick") {
+    let scale = if sub.get_flag("smoke") {
+        Scale::Smoke
+    } else if sub.get_flag("quick") {
         Scale::Quick
     } else if sub.get_flag("full") {
         Scale::Full
@@ -341,7 +350,7 @@ mod tests {
 
     #[test]
     fn every_experiment_takes_its_flags_at_every_scale() {
-        for scale in [Scale::Quick, Scale::Default, Scale::Full] {
+        for scale in [Scale::Smoke, Scale::Quick, Scale::Default, Scale::Full] {
             for e in REGISTRY {
                 let mut argv = vec![e.name()];
                 argv.extend_from_slice(e.all(scale).flags);
@@ -357,6 +366,7 @@ mod tests {
         let total = |s: Scale| REGISTRY.iter().map(|e| e.all(s).seconds).sum::<u32>();
         assert!(total(Scale::Quick) <= 150, "{}", total(Scale::Quick));
         assert!(total(Scale::Quick) < total(Scale::Default));
+        assert!(total(Scale::Smoke) < total(Scale::Quick));
         assert!(total(Scale::Default) <= total(Scale::Full));
     }
 

@@ -674,10 +674,8 @@ mod tests {
                 tv_nsec: 0,
             };
             // SAFETY: a valid, writable timespec.
-            assert_eq!(
-                unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) },
-                0
-            );
+            let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+            assert_eq!(rc, 0);
             ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
         };
         let t = Clock::monotonic().timer();

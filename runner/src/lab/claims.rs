@@ -243,11 +243,33 @@ pub fn spread_lower(a: &[f64], b: &[f64]) -> (Option<bool>, f64) {
     (verdict, ratio)
 }
 
+/// A verdict as the reports print it: its word, with "(emulated CPUs)" after it when
+/// the emulation is what put the claim out of reach ([`on_emulated_cpus`]).
+///
+/// ```
+/// use runner::lab::claims::label;
+/// assert_eq!(label("holds", "a <= b"), "holds");
+/// assert_eq!(label("not measurable here", "emulated CPUs (not measurable here): ..."),
+///            "not measurable here (emulated CPUs)");
+/// ```
+pub fn label(verdict: &str, reason: &str) -> String {
+    if verdict == Verdict::NotMeasurableHere.as_str() && reason.starts_with(EMULATED) {
+        format!("{verdict} ({EMULATED})")
+    } else {
+        verdict.to_string()
+    }
+}
+
 /// The claims table of the printed report.
 pub fn table(claims: &[Claim]) -> String {
     let mut s = String::from("claims of the document, beside this machine\n");
     for c in claims {
-        let _ = writeln!(s, "  [{}] {}", c.verdict, c.claim);
+        let _ = writeln!(
+            s,
+            "  [{}] {}",
+            label(c.verdict.as_str(), &c.reason),
+            c.claim
+        );
         let _ = writeln!(s, "      document: {} ({})", c.document, c.place);
         let _ = writeln!(s, "      here:     {}", c.ours);
         let _ = writeln!(s, "      why:      {}", c.reason);

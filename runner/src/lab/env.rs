@@ -21,6 +21,9 @@ pub struct Env {
     pub allowed_cpus: String,
     /// L3-sharing groups, kernel list form each.
     pub l3_groups: Vec<String>,
+    /// Online NUMA nodes with their CPUs, `node: list` each (`0: 0-3`); empty when
+    /// sysfs has no node directory.
+    pub numa_nodes: Vec<String>,
     /// Role -> core.
     pub pins: BTreeMap<String, Option<usize>>,
     /// What had to share a core, if anything.
@@ -83,6 +86,11 @@ impl Env {
             online_cpus: format_cpu_list(&topo.online),
             allowed_cpus: format_cpu_list(&topo.allowed),
             l3_groups: topo.l3_groups.iter().map(|g| format_cpu_list(g)).collect(),
+            numa_nodes: topo
+                .nodes
+                .iter()
+                .map(|(n, cpus)| format!("{n}: {}", format_cpu_list(cpus)))
+                .collect(),
             pins,
             pin_note,
             kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
@@ -115,8 +123,13 @@ impl Env {
             ),
             handoff_clock::Source::Monotonic => "clock CLOCK_MONOTONIC (no usable TSC)".into(),
         };
+        let nodes = if self.numa_nodes.len() > 1 {
+            format!(" | NUMA nodes [{}]", self.numa_nodes.join("] ["))
+        } else {
+            String::new()
+        };
         format!(
-            "{} | {} cores online, allowed {} | L3 groups [{}] | {} | kernel {} | {clock} | {}",
+            "{} | {} cores online, allowed {} | L3 groups [{}]{nodes} | {} | kernel {} | {clock} | {}",
             self.cpu_model,
             self.cores_online,
             self.allowed_cpus,
@@ -210,7 +223,21 @@ pub fn this_machine_tag(topo: &Topology) -> String {
         .iter()
         .filter_map(|f| read_trim(&format!("/sys/class/dmi/id/{f}")))
         .collect();
-    machine_tag(&cpuinfo, &dmi.join(" "), topo.allowed.len())
+    let tag = machine_tag(&cpuinfo, &dmi.join(" "), topo.allowed.len());
+    #[cfg(target_arch = "x86_64")]
+    let signature = handoff_clock::tsc::hypervisor_signature();
+    #[cfg(not(target_arch = "x86_64"))]
+    let signature: Option<String> = None;
+    if emulated(signature.as_deref()) {
+        // `emulated-qemu-8core`: results from emulated CPUs never sit beside a real
+        // machine's under one name.
+        format!(
+            "emulated-{}",
+            tag.split_once('-').map_or(tag.as_str(), |(_, rest)| rest)
+        )
+    } else {
+        tag
+    }
 }
 
 /// The hypervisor, from the cpuinfo `hypervisor` flag and the DMI product strings.

@@ -151,6 +151,10 @@ pub fn output<C: serde::Serialize, R: Report<C>>(
 /// the default (about ten) or `--full` (the documents' own sizes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
+    /// The smallest runs that take every path once (about half a minute on 2 cores,
+    /// two or three minutes on an emulated 8-core machine): for emulated machines and
+    /// CI's many-core smoke test. Its figures mean little.
+    Smoke,
     /// About two minutes in all.
     Quick,
     /// About ten minutes in all.
@@ -171,6 +175,8 @@ pub struct AllRun {
 /// An experiment's part of `runner all` at every scale.
 #[derive(Clone, Copy, Debug)]
 pub struct AllFlags {
+    /// `--smoke`.
+    pub smoke: AllRun,
     /// `--quick`.
     pub quick: AllRun,
     /// The default.
@@ -183,6 +189,7 @@ impl AllFlags {
     /// Its part at `scale`.
     pub fn at(&self, scale: Scale) -> AllRun {
         match scale {
+            Scale::Smoke => self.smoke,
             Scale::Quick => self.quick,
             Scale::Default => self.default,
             Scale::Full => self.full,

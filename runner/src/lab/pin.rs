@@ -180,7 +180,7 @@ pub fn parse_pins(s: &str) -> Result<Vec<usize>> {
 ///
 /// ```
 /// use runner::lab::{pin::validate, topology::Topology};
-/// let t = Topology { online: vec![0, 1], allowed: vec![0, 1], l3_groups: vec![] };
+/// let t = Topology { online: vec![0, 1], allowed: vec![0, 1], l3_groups: vec![], nodes: vec![] };
 /// let e = validate(&[4, 5, 6], &["producer", "consumer"], 3, &t).unwrap_err().to_string();
 /// assert!(e.contains("4, 5 and 6") && e.contains("0-1"), "{e}");
 /// ```
@@ -246,7 +246,7 @@ fn join_and(cpus: &[usize]) -> String {
 ///
 /// ```
 /// use runner::lab::{pin::default_pins, topology::Topology};
-/// let t = Topology { online: vec![0, 1], allowed: vec![0, 1], l3_groups: vec![vec![0, 1]] };
+/// let t = Topology { online: vec![0, 1], allowed: vec![0, 1], l3_groups: vec![vec![0, 1]], nodes: vec![] };
 /// let (pins, note) = default_pins(2, &t).unwrap();
 /// assert_eq!(pins, vec![0, 1]);
 /// assert!(note.unwrap().contains("shares"));
@@ -335,6 +335,7 @@ mod tests {
             online: allowed.to_vec(),
             allowed: allowed.to_vec(),
             l3_groups: l3.iter().map(|g| g.to_vec()).collect(),
+            nodes: vec![],
         }
     }
 
@@ -378,6 +379,7 @@ mod tests {
             online: (0..8).collect(),
             allowed: vec![2, 3],
             l3_groups: vec![],
+            nodes: vec![],
         };
         let e = validate(&[0, 1], &["p", "c"], 2, &t)
             .unwrap_err()
@@ -408,6 +410,39 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("needs 2 cores"));
+    }
+
+    #[test]
+    fn pins_on_saved_server_layouts() {
+        for name in ["xeon-2s", "epyc-nps4", "many-core"] {
+            let t = Topology::fixture(name);
+            // The documents' `--pin 4,5,6` is valid on each.
+            validate(&[4, 5, 6], &["producer", "consumer"], 3, &t).unwrap();
+            // Defaults: three measured threads on distinct cores of one L3 group, not
+            // core 0; the control thread on a core of its own.
+            let (p, note) = default_pins(3, &t).unwrap();
+            assert_eq!(p.len(), 4, "{name}: {p:?}");
+            assert!(note.is_none(), "{name}");
+            assert!(!p[..3].contains(&0), "{name}: {p:?}");
+            assert!(
+                p[1..3].iter().all(|&c| t.share_l3(p[0], c) == Some(true)),
+                "{name}: {p:?}"
+            );
+            let mut distinct = p.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(distinct.len(), 4, "{name}: {p:?}");
+            // A core past the last one: refused, naming what exists.
+            let last = *t.online.last().unwrap();
+            let e = validate(&[4, 5, last + 1], &["producer", "consumer"], 3, &t)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("core {} is not available", last + 1)),
+                "{e}"
+            );
+            assert!(e.contains(&format!("0-{last}")), "{e}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! bytes.
 
 use super::chart::Chart;
+use super::claims;
 use super::error::{Error, Result};
 use super::schema;
 use serde_json::Value;
@@ -53,6 +54,18 @@ fn str_of(v: &Value) -> &str {
     v.as_str().unwrap_or("")
 }
 
+/// A JSON array of strings as `[a] [b]` (empty when absent).
+fn bracketed(v: &Value) -> String {
+    v.as_array()
+        .map(|g| {
+            g.iter()
+                .map(|x| format!("[{}]", str_of(x)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
 /// A number as the report prints it: up to four significant figures, no exponent.
 fn num(v: &Value) -> String {
     match v.as_f64() {
@@ -75,6 +88,12 @@ pub fn render(results: &[Value]) -> String {
     );
     if let Some(first) = results.first() {
         machine(&mut s, &first["env"], &revisions(results));
+    }
+    if results.iter().any(|r| r["env"]["emulated_cpus"] == true) {
+        let _ = writeln!(
+            s,
+            "**Emulated CPUs.** These runs took place on CPUs emulated in software (QEMU's TCG: several guest CPUs on each host core). They show that every path runs on this topology, with these pins and placements; every claim judged on a timing is *not measurable here (emulated CPUs)*, whatever its figures. The noise probe and the placement probe show the sharing too. Memory and placement claims keep their verdicts.\n"
+        );
     }
     let _ = writeln!(s, "## Verdicts\n");
     let _ = writeln!(s, "| document | experiment | claims | reproduced | holds | differs | fails | not measurable here | not measured |");
@@ -138,18 +157,8 @@ fn machine(s: &mut String, env: &Value, revisions: &str) {
                 str_of(&env["allowed_cpus"])
             ),
         ),
-        (
-            "L3 groups",
-            env["l3_groups"]
-                .as_array()
-                .map(|g| {
-                    g.iter()
-                        .map(|x| format!("[{}]", str_of(x)))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .unwrap_or_default(),
-        ),
+        ("L3 groups", bracketed(&env["l3_groups"])),
+        ("NUMA nodes", bracketed(&env["numa_nodes"])),
         ("virtualisation", str_of(&env["virtualization"]).to_string()),
         ("kernel", str_of(&env["kernel"]).to_string()),
         if str_of(&tsc["source"]) == "monotonic" {
@@ -235,7 +244,7 @@ fn document(s: &mut String, r: &Value) {
         let _ = writeln!(
             s,
             "| **{}** | {} | {} | {} | {} | {} |",
-            cell(&c["verdict"]),
+            claims::label(str_of(&c["verdict"]), str_of(&c["reason"])),
             cell(&c["claim"]),
             cell(&c["where"]),
             cell(&c["document"]),

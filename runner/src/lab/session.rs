@@ -228,6 +228,9 @@ impl Session {
         print!("{printed_noise}{body}");
         // The file: the whole report.
         let mut report = format!("{}\n", header(self.id, &self.env));
+        if let Some(line) = clock_line(&self.clock, &self.env) {
+            report.push_str(&format!("{line}\n"));
+        }
         if probed {
             report.push('\n');
             report.push_str(&noise_section(self.probes.lines()));
@@ -290,10 +293,16 @@ fn to_value<T: serde::Serialize>(v: &T) -> Result<Value> {
 /// The clock `--clock` asks for: the TSC where it is usable (`auto`, `tsc`), else
 /// `CLOCK_MONOTONIC`; `--clock tsc` where the TSC is not usable is an error.
 fn choose_clock(choice: ClockChoice) -> Result<Clock> {
+    choose_clock_with(choice, Clock::calibrate)
+}
+
+/// [`choose_clock`] with the calibration given (a test's stands in for a machine
+/// without a usable TSC).
+fn choose_clock_with(choice: ClockChoice, calibrate: impl FnOnce() -> Clock) -> Result<Clock> {
     if choice == ClockChoice::Monotonic {
         return Ok(Clock::monotonic());
     }
-    let clock = Clock::calibrate();
+    let clock = calibrate();
     if choice == ClockChoice::Tsc && clock.source() != handoff_clock::Source::Tsc {
         return Err(Error::Unsupported(format!(
             "--clock tsc: the TSC is not usable here ({}); leave --clock out (or use --clock monotonic) to stamp with CLOCK_MONOTONIC",
@@ -313,4 +322,52 @@ fn clock_line(clock: &Clock, env: &Env) -> Option<String> {
         fmt::dur(cost.start_ns.round() as u64),
         fmt::dur(cost.step_ns.max(1.0).round() as u64)
     ))
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+    use handoff_clock::Source;
+
+    /// What calibration gives where CPUID reports no invariant TSC (the emulated
+    /// machine): the monotonic fallback with its reason.
+    fn no_tsc() -> Clock {
+        Clock::monotonic()
+    }
+
+    #[test]
+    fn without_a_usable_tsc_auto_falls_back_and_tsc_is_refused() {
+        let c = choose_clock_with(ClockChoice::Auto, no_tsc).unwrap();
+        assert_eq!(c.source(), Source::Monotonic);
+        let e = choose_clock_with(ClockChoice::Tsc, no_tsc).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let e = e.to_string();
+        assert!(
+            e.starts_with("--clock tsc: the TSC is not usable here ("),
+            "{e}"
+        );
+        assert!(e.contains("--clock monotonic"), "{e}");
+        let c = choose_clock_with(ClockChoice::Monotonic, || unreachable!()).unwrap();
+        assert_eq!(c.source(), Source::Monotonic);
+    }
+
+    #[test]
+    fn the_fallback_is_said_in_one_line_and_the_tsc_is_not() {
+        let topo = super::super::topology::Topology::two_cores();
+        let clock = Clock::monotonic();
+        let env = Env::capture(&topo, &clock, &Toolchain::default(), BTreeMap::new(), None);
+        let line = clock_line(&clock, &env).unwrap();
+        assert!(
+            line.starts_with("clock: CLOCK_MONOTONIC, not the TSC ("),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
+        assert!(env.summary().contains("clock CLOCK_MONOTONIC"));
+        let tsc = Clock::quick();
+        if tsc.source() == Source::Tsc {
+            let env = Env::capture(&topo, &tsc, &Toolchain::default(), BTreeMap::new(), None);
+            assert_eq!(clock_line(&tsc, &env), None);
+            assert!(env.summary().contains("TSC "));
+        }
+    }
 }

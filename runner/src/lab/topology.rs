@@ -73,6 +73,9 @@ pub struct Topology {
     pub allowed: Vec<usize>,
     /// Sets of online CPUs that share one level-3 cache (empty when sysfs has none).
     pub l3_groups: Vec<Vec<usize>>,
+    /// Online NUMA nodes and their CPUs (`/sys/devices/system/node`), lowest node
+    /// first; empty when sysfs has no node directory (a kernel without NUMA: one node).
+    pub nodes: Vec<(u32, Vec<usize>)>,
 }
 
 impl Topology {
@@ -117,7 +120,26 @@ impl Topology {
             online,
             allowed,
             l3_groups,
+            nodes: nodes_of(&sys.join("devices/system/node")),
         }
+    }
+
+    /// The NUMA node of `cpu`, if sysfs named one.
+    pub fn node_of(&self, cpu: usize) -> Option<u32> {
+        self.nodes
+            .iter()
+            .find(|(_, cpus)| cpus.contains(&cpu))
+            .map(|&(n, _)| n)
+    }
+
+    /// The CPUs of `node` this process may use.
+    pub fn allowed_on_node(&self, node: u32) -> Vec<usize> {
+        self.nodes
+            .iter()
+            .filter(|&&(n, _)| n == node)
+            .flat_map(|(_, cpus)| cpus.iter().copied())
+            .filter(|c| self.allowed.contains(c))
+            .collect()
     }
 
     /// The L3 group holding `cpu`, if sysfs named one.
@@ -142,6 +164,28 @@ pub fn allowed_from_status(status: &str) -> Vec<usize> {
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
         .and_then(|v| parse_cpu_list(v).ok())
         .unwrap_or_default()
+}
+
+/// The online nodes under `node_dir` (`online`) with their CPUs (`node<N>/cpulist`;
+/// a node without CPUs, memory only, has an empty list). Empty when there is no
+/// `online` file.
+fn nodes_of(node_dir: &Path) -> Vec<(u32, Vec<usize>)> {
+    let Some(online) = fs::read_to_string(node_dir.join("online"))
+        .ok()
+        .and_then(|s| parse_cpu_list(&s).ok())
+    else {
+        return Vec::new();
+    };
+    online
+        .into_iter()
+        .map(|n| {
+            let cpus = fs::read_to_string(node_dir.join(format!("node{n}/cpulist")))
+                .ok()
+                .and_then(|s| parse_cpu_list(&s).ok())
+                .unwrap_or_default();
+            (n as u32, cpus)
+        })
+        .collect()
 }
 
 /// Finds the cache directory whose `level` file says 3 (index numbers differ between
@@ -173,11 +217,35 @@ fn l3_of(cache_dir: &Path) -> Option<Vec<usize>> {
 /// Tests: the development machine's shape, two cores sharing one L3.
 #[cfg(test)]
 impl Topology {
+    /// A machine's sysfs saved as a fixture (`runner/tests/fixtures/sys/<name>.sys`:
+    /// `path<TAB>content` lines, `#` comments), read as this process would, every
+    /// online CPU allowed.
+    pub(crate) fn fixture(name: &str) -> Topology {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sys")
+            .join(format!("{name}.sys"));
+        let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        let dir = tempfile::tempdir().unwrap();
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
+            let (file, content) = line.split_once('\t').expect("path<TAB>content");
+            let file = dir.path().join(file);
+            fs::create_dir_all(file.parent().unwrap()).unwrap();
+            fs::write(&file, format!("{content}\n")).unwrap();
+        }
+        let mut t = Topology::read_from(dir.path(), Vec::new());
+        t.allowed = t.online.clone();
+        t
+    }
+
     pub(crate) fn two_cores() -> Topology {
         Topology {
             online: vec![0, 1],
             allowed: vec![0, 1],
             l3_groups: vec![vec![0, 1]],
+            nodes: vec![],
         }
     }
 }
@@ -267,6 +335,68 @@ mod tests {
             "Name:\trunner\nCpus_allowed:\tf\nCpus_allowed_list:\t0-2,4\nMems_allowed:\t1\n";
         assert_eq!(allowed_from_status(status), vec![0, 1, 2, 4]);
         assert!(allowed_from_status("Name: x\n").is_empty());
+    }
+
+    fn list(s: &str) -> Vec<usize> {
+        parse_cpu_list(s).unwrap()
+    }
+
+    #[test]
+    fn a_two_socket_xeon_has_an_l3_and_a_node_per_socket() {
+        let t = Topology::fixture("xeon-2s");
+        assert_eq!(t.online, list("0-79"));
+        assert_eq!(t.l3_groups, vec![list("0-19,40-59"), list("20-39,60-79")]);
+        assert_eq!(
+            t.nodes,
+            vec![(0, list("0-19,40-59")), (1, list("20-39,60-79"))]
+        );
+        assert_eq!(t.share_l3(4, 44), Some(true));
+        assert_eq!(t.share_l3(4, 24), Some(false));
+        assert_eq!(
+            (t.node_of(45), t.node_of(25), t.node_of(80)),
+            (Some(0), Some(1), None)
+        );
+        assert_eq!(t.allowed_on_node(1), list("20-39,60-79"));
+        assert!(t.allowed_on_node(2).is_empty());
+    }
+
+    #[test]
+    fn a_many_ccd_epyc_has_an_l3_per_ccd_and_four_nodes_in_nps4() {
+        let t = Topology::fixture("epyc-nps4");
+        assert_eq!(t.online, list("0-127"));
+        assert_eq!(t.l3_groups.len(), 8);
+        assert_eq!(t.l3_groups[0], list("0-7,64-71"));
+        assert_eq!(t.l3_groups[7], list("56-63,120-127"));
+        assert_eq!(t.share_l3(7, 8), Some(false));
+        assert_eq!(t.share_l3(7, 71), Some(true));
+        assert_eq!(t.nodes.len(), 4);
+        assert_eq!(t.nodes[3], (3, list("48-63,112-127")));
+        assert_eq!(t.node_of(8), Some(0));
+        assert_eq!(t.node_of(16), Some(1));
+    }
+
+    #[test]
+    fn the_emulated_machine_has_two_l3_groups_and_two_nodes() {
+        let t = Topology::fixture("many-core");
+        assert_eq!(t.online, list("0-7"));
+        assert_eq!(t.l3_groups, vec![list("0-3"), list("4-7")]);
+        assert_eq!(t.nodes, vec![(0, list("0-3")), (1, list("4-7"))]);
+    }
+
+    #[test]
+    fn the_development_vm_has_one_l3_and_one_node() {
+        let t = Topology::fixture("kvm-2core");
+        assert_eq!(t.online, list("0-1"));
+        assert_eq!(t.l3_groups, vec![list("0-1")]);
+        assert_eq!(t.nodes, vec![(0, list("0-1"))]);
+        assert_eq!((t.node_of(1), t.node_of(2)), (Some(0), None));
+    }
+
+    #[test]
+    fn a_kernel_without_numa_has_no_node_directory() {
+        let t = Topology::read_from(fixture("0-1", &[]).path(), vec![0, 1]);
+        assert!(t.nodes.is_empty());
+        assert_eq!(t.node_of(0), None);
     }
 
     #[test]

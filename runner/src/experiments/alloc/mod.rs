@@ -59,6 +59,21 @@ impl Experiment for Alloc {
     const CONTENDERS: bool = true;
 
     const ALL: AllFlags = AllFlags {
+        smoke: AllRun {
+            flags: &[
+                "--working-set-mib",
+                "4",
+                "--items",
+                "200000",
+                "--runs",
+                "1",
+                "--sweep-max-mib",
+                "2",
+                "--noise-seconds",
+                "0.2",
+            ],
+            seconds: 3,
+        },
         quick: AllRun {
             flags: &[
                 "--working-set-mib",

@@ -48,6 +48,10 @@ impl Experiment for Patterns {
     const A_RUN: &'static str = "every timed part once per contender, contenders alternated; the first run is dropped and the median of the rest reported";
 
     const ALL: AllFlags = AllFlags {
+        smoke: AllRun {
+            flags: &["--scale", "0.01", "--runs", "2", "--noise-seconds", "0.2"],
+            seconds: 1,
+        },
         quick: AllRun {
             flags: &["--scale", "0.3", "--runs", "3", "--noise-seconds", "0.5"],
             seconds: 3,

@@ -238,11 +238,8 @@ fn per_node(timer: Timer, nodes: &[u32], allowed: &[usize]) -> Result<Vec<PerNod
 
 /// CPUs of `node` (`/sys/devices/system/node/nodeN/cpulist`) this process may use.
 fn cpus_of(node: u32, allowed: &[usize]) -> Vec<usize> {
-    std::fs::read_to_string(format!("/sys/devices/system/node/node{node}/cpulist"))
-        .ok()
-        .and_then(|s| crate::lab::topology::parse_cpu_list(s.trim()).ok())
-        .map(|v| v.into_iter().filter(|c| allowed.contains(c)).collect())
-        .unwrap_or_default()
+    crate::lab::topology::Topology::read_from(std::path::Path::new("/sys"), allowed.to_vec())
+        .allowed_on_node(node)
 }
 
 /// Sums `passes` times over `mb` MiB of doubles on node `nodes[0]`.

@@ -281,6 +281,7 @@ mod tests {
             online: (0..16).collect(),
             allowed: (0..16).collect(),
             l3_groups: vec![(0..8).collect(), (8..16).collect()],
+            nodes: vec![],
         }
     }
 
@@ -289,6 +290,34 @@ mod tests {
             let note = c.placement.note();
             (c, note)
         })
+    }
+
+    #[test]
+    fn cross_l3_places_the_consumer_in_another_l3_group_on_saved_servers() {
+        for name in ["xeon-2s", "epyc-nps4", "many-core"] {
+            let t = Topology::fixture(name);
+            let (c, note) = config_of(&["--cross-l3"], &t).unwrap();
+            let (p, q) = (c.placement.producer(), c.placement.consumer());
+            assert_eq!(t.share_l3(p, q), Some(false), "{name}: {p} and {q}");
+            // The background thread: on the producer's L3 group, on a core of its own.
+            let bg = c.placement.cores_of("background");
+            assert!(!bg.is_empty(), "{name}");
+            assert!(
+                bg.iter()
+                    .all(|&b| b != p && b != q && t.share_l3(p, b) == Some(true)),
+                "{name}: {bg:?}"
+            );
+            assert!(note.unwrap().contains("--cross-l3"), "{name}");
+            // Without it: producer, consumer and background on three cores of one group.
+            let (c, _) = config_of(&[], &t).unwrap();
+            let (p, q) = (c.placement.producer(), c.placement.consumer());
+            let bg = c.placement.cores_of("background");
+            assert_eq!(t.share_l3(p, q), Some(true), "{name}");
+            assert!(
+                bg.iter().all(|&b| b != p && b != q),
+                "{name}: background on its own core"
+            );
+        }
     }
 
     #[test]

@@ -62,6 +62,18 @@ impl Experiment for Pipeline {
     const CONTENDERS: bool = true;
 
     const ALL: AllFlags = AllFlags {
+        smoke: AllRun {
+            flags: &[
+                "--all",
+                "--runs",
+                "1",
+                "--items",
+                "5000",
+                "--noise-seconds",
+                "0.2",
+            ],
+            seconds: 4,
+        },
         quick: AllRun {
             flags: &["--runs", "2", "--items", "500000", "--noise-seconds", "0.5"],
             seconds: 27,

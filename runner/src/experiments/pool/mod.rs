@@ -54,6 +54,10 @@ impl Experiment for Pool {
     const CONTENDERS: bool = true;
 
     const ALL: AllFlags = AllFlags {
+        smoke: AllRun {
+            flags: &["--runs", "2", "--items", "20000", "--noise-seconds", "0.2"],
+            seconds: 1,
+        },
         quick: AllRun {
             flags: &["--runs", "4", "--items", "500000", "--noise-seconds", "0.5"],
             seconds: 5,

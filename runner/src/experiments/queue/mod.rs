@@ -51,6 +51,20 @@ impl Experiment for Queue {
         "one pass of --items items per variant and mode; the runs' histograms are merged";
     const SWEEP: &'static str = "Run the load sweep: twelve offered rates from 100 kHz to 50 MHz";
     const ALL: AllFlags = AllFlags {
+        smoke: AllRun {
+            flags: &[
+                "--all",
+                "--runs",
+                "1",
+                "--items",
+                "5000",
+                "--sweep-seconds",
+                "0.01",
+                "--noise-seconds",
+                "0.2",
+            ],
+            seconds: 2,
+        },
         quick: AllRun {
             flags: &[
                 "--all",
