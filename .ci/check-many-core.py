@@ -80,6 +80,16 @@ if "pipeline" in runs:
           (p.get("producer"), p.get("consumer"), p.get("background")),
           f"pipeline: the background thread is not on a core of its own: {p}")
     check(r["config"]["headline_bg_threads"] >= 1, "pipeline: the headline ran without the background thread")
+    # Two L3 groups and no --pin: the headline once more with the consumer in the other group.
+    cross = r.get("cross_l3") or {}
+    check(cross.get("consumer") is not None and group_of(r["env"], cross["consumer"]) != group_of(r["env"], p["producer"]),
+          f"pipeline: no cross-L3 headline beside the same-L3 one, or its consumer shares the producer's L3 group: {cross.get('consumer')}")
+    check(len(cross.get("variants", [])) >= 3, "pipeline: the cross-L3 headline has fewer than 3 variants")
+    judged = {c["id"]: c for c in r["claims"]}
+    for i in ("cross-l3-p50-floor", "cross-l3-p99", "cross-l3-p999", "cross-l3-expansion"):
+        c = judged.get(i, {})
+        check(c.get("verdict") == "not measurable here" and "on these figures alone" in c.get("reason", ""),
+              f"pipeline: {i} was not judged on this run's figures: {c.get('verdict')}, {c.get('reason', '')[:120]}")
     check(len(r.get("sweeps", [])) > 0, "pipeline: no sweep")
 if "pipeline --cross-l3" in runs:
     r = runs["pipeline --cross-l3"]

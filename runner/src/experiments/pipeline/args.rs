@@ -79,6 +79,20 @@ pub fn config(
         Placement::pair(cores[0], cores[1]).noted_all(note),
         |p, &b| p.with("background", b),
     );
+    // The document's cross-CCX side note, beside the headline where the machine has a
+    // second L3 group and the placement was not given.
+    let cross_consumer = if pin.is_none() && !a.cross_l3 && modes.contains(&Mode::Headline) {
+        cross_consumer(&cores, topo)
+    } else {
+        None
+    };
+    if let Some(c) = cross_consumer {
+        placement = placement
+            .with(CROSS_CONSUMER, c)
+            .noted(format!(
+                "the headline runs a second time with the consumer on core {c}, in another L3 group than the producer and the background thread (the document's cross-CCX side note)"
+            ));
+    }
     // A background thread on a measured core measures that sharing, not the
     // allocators: where the placement has to share, the headline and the throughput
     // run without it, and only the sweep (labelled) keeps it.
@@ -93,6 +107,7 @@ pub fn config(
             variants,
             bg_shares_core,
             cross_l3: a.cross_l3,
+            cross_consumer,
             l3_groups: topo
                 .l3_groups
                 .iter()
@@ -110,6 +125,32 @@ pub fn config(
         },
         placement,
     ))
+}
+
+/// The role of the cross-L3 headline's consumer in the placement.
+pub const CROSS_CONSUMER: &str = "cross-l3 consumer";
+
+/// A core for the cross-L3 headline's consumer: an allowed core in another L3 group
+/// than the producer's, none of the placement's `cores`, core 0 last; `None` where
+/// the allowed cores form one L3 group.
+fn cross_consumer(cores: &[usize], topo: &Topology) -> Option<usize> {
+    let producer = cores[0];
+    let mut candidates: Vec<usize> = topo
+        .l3_groups
+        .iter()
+        .filter(|g| !g.contains(&producer))
+        .flat_map(|g| g.iter().copied())
+        .filter(|c| topo.allowed.contains(c) && !cores.contains(c))
+        .collect();
+    // Lowest group first, lowest core first, core 0 (most interrupts) last.
+    candidates.sort_by_key(|&c| {
+        (
+            c == 0,
+            topo.l3_groups.iter().position(|g| g.contains(&c)),
+            c,
+        )
+    });
+    candidates.first().copied()
 }
 
 /// The cores: producer, consumer, then one per background thread (cycled from the
@@ -223,8 +264,11 @@ pub struct Settings {
     pub variants: Vec<Variant>,
     /// A background thread shares a measured core.
     pub bg_shares_core: bool,
-    /// Producer and consumer were placed on different L3 groups.
+    /// Producer and consumer were placed on different L3 groups (`--cross-l3`).
     pub cross_l3: bool,
+    /// Where the machine has a second L3 group and the cores were not given: the
+    /// consumer's core of the second, cross-L3 headline run beside the same-L3 one.
+    pub cross_consumer: Option<usize>,
     /// L3 groups among the allowed cores (the cross-L3 claims need two).
     pub l3_groups: usize,
     /// Offered order rate (headline and sweep).
@@ -308,7 +352,8 @@ mod tests {
                 "{name}: {bg:?}"
             );
             assert!(note.unwrap().contains("--cross-l3"), "{name}");
-            // Without it: producer, consumer and background on three cores of one group.
+            // Without it: producer, consumer and background on three cores of one group,
+            // and the headline again with the consumer in another group.
             let (c, _) = config_of(&[], &t).unwrap();
             let (p, q) = (c.placement.producer(), c.placement.consumer());
             let bg = c.placement.cores_of("background");
@@ -317,6 +362,9 @@ mod tests {
                 bg.iter().all(|&b| b != p && b != q),
                 "{name}: background on its own core"
             );
+            let cross = c.cross_consumer.unwrap();
+            assert_eq!(t.share_l3(p, cross), Some(false), "{name}: {p} and {cross}");
+            assert!(![p, q].contains(&cross) && !bg.contains(&cross), "{name}");
         }
     }
 
@@ -365,13 +413,32 @@ mod tests {
         let note = note.unwrap();
         assert!(note.contains("shares the producer's core"), "{note}");
         assert!(note.contains("run without the background thread"), "{note}");
-        let (c, _) = config_of(&["--headline"], &sixteen()).unwrap();
+        assert_eq!(c.cross_consumer, None, "one L3 group: no cross-L3 headline");
+        let (c, note) = config_of(&["--headline"], &sixteen()).unwrap();
         assert_eq!(c.modes, vec![Mode::Headline]);
         assert!(!c.bg_shares_core);
         assert_eq!(c.headline_bg_threads, 1);
-        assert_eq!(c.placement.threads().len(), 3);
+        // Producer, consumer, background, then the cross-L3 headline's consumer in the
+        // other L3 group, none on core 0.
+        assert_eq!(c.placement.threads().len(), 4);
         assert!(c.placement.threads().iter().all(|&p| p != 0));
+        let cross = c.cross_consumer.unwrap();
+        assert_eq!(c.placement.cores_of(CROSS_CONSUMER), vec![cross]);
+        assert_eq!(
+            sixteen().share_l3(c.placement.producer(), cross),
+            Some(false)
+        );
+        assert!(note.unwrap().contains(&format!("consumer on core {cross}")));
+        // Given cores, or no headline: no cross-L3 part.
+        let (c, _) = config_of(&["--pin", "1,2,3"], &sixteen()).unwrap();
+        assert_eq!(c.cross_consumer, None);
+        let (c, _) = config_of(&["--sweep"], &sixteen()).unwrap();
+        assert_eq!(c.cross_consumer, None);
         let (c, note) = config_of(&["--cross-l3"], &sixteen()).unwrap();
+        assert_eq!(
+            c.cross_consumer, None,
+            "--cross-l3 runs across L3 groups only"
+        );
         assert_ne!(
             sixteen().share_l3(c.placement.producer(), c.placement.consumer()),
             Some(true),

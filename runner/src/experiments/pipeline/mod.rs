@@ -109,10 +109,33 @@ impl Experiment for Pipeline {
         let bar = session.progress(0)?;
         let step_ns = session.env.clock_read_cost_ns.step_ns;
         let mut outcome = execute(cfg, &clock, rounds, step_ns, &bar)?;
+        if let Some(cross) = cross_l3_setup(cfg) {
+            // The same headline, the consumer moved to another L3 group; the same risk
+            // check (calibrated on the first consumer's core), so that only the
+            // placement differs.
+            let out = execute(&cross, &clock, rounds, step_ns, &bar)?;
+            outcome.cross = Some(Box::new(report::Cross { cfg: cross, out }));
+        }
         outcome.risk_rounds = rounds;
         outcome.check_ns = check_ns;
         Ok(outcome)
     }
+}
+
+/// The cross-L3 headline's configuration: the headline alone, the consumer on
+/// `cross_consumer`, the producer and the background threads where they were; `None`
+/// where the run has no cross-L3 part.
+fn cross_l3_setup(cfg: &Config) -> Option<Config> {
+    let consumer = cfg.cross_consumer?;
+    let mut cross = cfg.clone();
+    cross.placement = cfg.placement.cores_of("background").into_iter().fold(
+        Placement::pair(cfg.placement.producer(), consumer).with_control(cfg.placement.control()),
+        |p, b| p.with("background", b),
+    );
+    cross.own.cross_l3 = true;
+    cross.own.cross_consumer = None;
+    cross.own.modes = vec![Mode::Headline];
+    Some(cross)
 }
 
 /// Runs every requested mode: one cell per (mode, background rate, variant). The cells

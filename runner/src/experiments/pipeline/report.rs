@@ -29,6 +29,19 @@ pub struct Outcome {
     pub check_ns: f64,
     /// The placements of the producer's and the consumer's cores.
     pub placements: Placements,
+    /// The cross-L3 headline run beside this one, where the machine has a second L3
+    /// group (`Settings::cross_consumer`).
+    pub cross: Option<Box<Cross>>,
+}
+
+/// The headline once more with the consumer in another L3 group: its configuration
+/// (the headline alone, `cross_l3` set) and what it measured.
+#[derive(Debug)]
+pub struct Cross {
+    /// Its configuration.
+    pub cfg: Config,
+    /// Its cells and placements.
+    pub out: Outcome,
 }
 
 impl Outcome {
@@ -119,6 +132,14 @@ fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
         }
     }
     v.push(paced::placement_section(&out.placements, &out.cells));
+    if let Some(x) = &out.cross {
+        v.push(format!(
+            "across L3 groups (the document's cross-CCX side note): the headline again with the consumer on core {} and the producer on core {}, in two L3 groups",
+            x.cfg.placement.consumer(),
+            x.cfg.placement.producer()
+        ));
+        v.extend(sections(&x.out, &x.cfg));
+    }
     v.retain(|s| !s.is_empty());
     v
 }
@@ -231,6 +252,17 @@ impl Report<Config> for Outcome {
     fn fields(&self, _cfg: &Config) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("placements".into(), self.placements.json());
+        if let Some(x) = &self.cross {
+            m.insert(
+                "cross_l3".into(),
+                json!({
+                    "producer": x.cfg.placement.producer(),
+                    "consumer": x.cfg.placement.consumer(),
+                    "variants": x.out.variants(&x.cfg).into_iter().map(Variant::into_value).collect::<Vec<_>>(),
+                    "placements": x.out.placements.json(),
+                }),
+            );
+        }
         m.insert(
             "risk_check".into(),
             json!({
