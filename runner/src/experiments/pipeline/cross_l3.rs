@@ -17,6 +17,16 @@ fn p(c: &Cell, q: f64) -> f64 {
     c.latency.value_at_quantile(q) as f64
 }
 
+/// `malloc X, freelist Y, arena Z` at quantile `q`.
+fn three_at(m: &Cell, f: &Cell, a: &Cell, q: f64) -> String {
+    format!(
+        "malloc {}, freelist {}, arena {}",
+        fmt_ns(p(m, q)),
+        fmt_ns(p(f, q)),
+        fmt_ns(p(a, q))
+    )
+}
+
 /// Why a cross-L3 claim has no figure in this run.
 fn absent(cfg: &Config) -> (Verdict, String) {
     if cfg.l3_groups < 2 {
@@ -99,12 +109,7 @@ pub fn claims(out: &Outcome, cfg: &Config, floors: (Option<u64>, Option<u64>)) -
         id,
         text,
         doc,
-        format!(
-            "p50: malloc {}, freelist {}, arena {}",
-            fmt_ns(p(m, 0.5)),
-            fmt_ns(p(f, 0.5)),
-            fmt_ns(p(a, 0.5))
-        ),
+        format!("p50: {}", three_at(m, f, a, 0.5)),
         all_near(&[
             ("malloc", p(m, 0.5), 408.0),
             ("freelist", p(f, 0.5), 408.0),
@@ -155,12 +160,7 @@ pub fn claims(out: &Outcome, cfg: &Config, floors: (Option<u64>, Option<u64>)) -
             id,
             text,
             doc,
-            format!(
-                "p99.9 across L3 groups: malloc {}, freelist {}, arena {}",
-                fmt_ns(p(m, 0.999)),
-                fmt_ns(p(f, 0.999)),
-                fmt_ns(p(a, 0.999))
-            ),
+            format!("p99.9 across L3 groups: {}", three_at(m, f, a, 0.999)),
             (
                 Verdict::NotMeasured,
                 "needs a same-L3 headline taken in the same conditions as this one; a --cross-l3 run measures only across L3 groups (a run without --pin and --cross-l3 on a machine with two L3 groups takes both)".into(),
