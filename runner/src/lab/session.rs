@@ -102,12 +102,13 @@ impl Session {
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "unpinned".into())
         ));
-        if place.roles().nth(1).is_some() {
-            line.push_str(match topo.share_l3(place.producer(), place.consumer()) {
-                Some(true) => " (producer and consumer share an L3)",
-                Some(false) => " (producer and consumer on different L3s)",
-                None => "",
-            });
+        let first_two: Vec<String> = place.roles().take(2).map(|(r, _)| r.to_string()).collect();
+        if let [a, b] = &first_two[..] {
+            match topo.share_l3(place.producer(), place.consumer()) {
+                Some(true) => line.push_str(&format!(" ({a} and {b} share an L3)")),
+                Some(false) => line.push_str(&format!(" ({a} and {b} on different L3s)")),
+                None => {}
+            }
         }
         println!("{line}");
         if let Some(n) = place.note() {

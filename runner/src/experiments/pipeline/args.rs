@@ -74,15 +74,17 @@ pub fn config(
         .modes
         .chosen(&[Mode::Headline, Mode::Sweep, Mode::Throughput]);
     let bg_needed = bg_threads.max(usize::from(modes.contains(&Mode::Sweep)));
-    let (cores, bg_shares_core, note) = placement(a, pin, bg_needed, topo)?;
+    let (cores, bg_shares_core, note, control) = placement(a, pin, bg_needed, topo)?;
     let mut placement = cores[2..].iter().fold(
-        Placement::pair(cores[0], cores[1]).noted_all(note),
+        Placement::pair(cores[0], cores[1])
+            .with_control(control)
+            .noted_all(note),
         |p, &b| p.with("background", b),
     );
     // The document's cross-CCX side note, beside the headline where the machine has a
     // second L3 group and the placement was not given.
     let cross_consumer = if pin.is_none() && !a.cross_l3 && modes.contains(&Mode::Headline) {
-        cross_consumer(&cores, topo)
+        cross_consumer(&[&cores[..], control.as_slice()].concat(), topo)
     } else {
         None
     };
@@ -131,7 +133,7 @@ pub fn config(
 pub const CROSS_CONSUMER: &str = "cross-l3 consumer";
 
 /// A core for the cross-L3 headline's consumer: an allowed core in another L3 group
-/// than the producer's, none of the placement's `cores`, core 0 last; `None` where
+/// than the producer's (`cores[0]`), none of `cores`, core 0 last; `None` where
 /// the allowed cores form one L3 group.
 fn cross_consumer(cores: &[usize], topo: &Topology) -> Option<usize> {
     let producer = cores[0];
@@ -160,7 +162,7 @@ fn placement(
     given: Option<&str>,
     bg_threads: usize,
     topo: &Topology,
-) -> Result<(Vec<usize>, bool, Option<String>)> {
+) -> Result<(Vec<usize>, bool, Option<String>, Option<usize>)> {
     let roles = ["producer", "consumer", "background"];
     if let Some(s) = given {
         if a.cross_l3 {
@@ -186,7 +188,7 @@ fn placement(
         let note = shares.then(|| {
             "a background thread shares a measured core (as asked); it works in bursts and sleeps between them".to_string()
         });
-        return Ok((cores, shares, note));
+        return Ok((cores, shares, note, None));
     }
     if a.cross_l3 {
         let groups: Vec<Vec<usize>> = topo
@@ -228,15 +230,16 @@ fn placement(
             "--cross-l3: producer on core {producer}, consumer on core {consumer} (another L3 group){}",
             if shares { "; background threads share the producer's core" } else { "" }
         ));
-        return Ok((cores, shares, note));
+        return Ok((cores, shares, note, None));
     }
     if bg_threads > 0 && topo.allowed.len() >= 3 {
         let (mut cores, note) = pin::default_pins(3, topo)?;
-        cores.truncate(3);
+        // The control thread's core, where one was left.
+        let control = cores.get(3).copied();
         let bg = cores[2];
         cores.truncate(2);
         cores.extend(std::iter::repeat_n(bg, bg_threads));
-        return Ok((cores, false, note));
+        return Ok((cores, false, note, control));
     }
     let (mut cores, _) = pin::default_pins(2, topo)?;
     cores.truncate(2);
@@ -253,7 +256,7 @@ fn placement(
             cores[1]
         )
     });
-    Ok((cores, bg_threads > 0, note))
+    Ok((cores, bg_threads > 0, note, None))
 }
 
 /// Everything `runner pipeline` was asked to do (after validation).
@@ -365,6 +368,12 @@ mod tests {
             let cross = c.cross_consumer.unwrap();
             assert_eq!(t.share_l3(p, cross), Some(false), "{name}: {p} and {cross}");
             assert!(![p, q].contains(&cross) && !bg.contains(&cross), "{name}");
+            // The control thread on a core of its own too.
+            let control = c.placement.control().unwrap();
+            assert!(
+                ![p, q, cross].contains(&control) && !bg.contains(&control),
+                "{name}"
+            );
         }
     }
 
