@@ -74,7 +74,12 @@ pub fn config(
         .modes
         .chosen(&[Mode::Headline, Mode::Sweep, Mode::Throughput]);
     let bg_needed = bg_threads.max(usize::from(modes.contains(&Mode::Sweep)));
-    let (cores, bg_shares_core, note, control) = placement(a, pin, bg_needed, topo)?;
+    let Seats {
+        cores,
+        bg_shares_core,
+        note,
+        control,
+    } = placement(a, pin, bg_needed, topo)?;
     let mut placement = cores[2..].iter().fold(
         Placement::pair(cores[0], cores[1])
             .with_control(control)
@@ -129,6 +134,18 @@ pub fn config(
     ))
 }
 
+/// What [`placement`] chose.
+struct Seats {
+    /// Producer, consumer, then one per background thread.
+    cores: Vec<usize>,
+    /// A background thread shares a measured core.
+    bg_shares_core: bool,
+    /// What the placement had to do, if anything.
+    note: Option<String>,
+    /// The control thread's core, where one was left.
+    control: Option<usize>,
+}
+
 /// The role of the cross-L3 headline's consumer in the placement.
 pub const CROSS_CONSUMER: &str = "cross-l3 consumer";
 
@@ -156,13 +173,14 @@ fn cross_consumer(cores: &[usize], topo: &Topology) -> Option<usize> {
 }
 
 /// The cores: producer, consumer, then one per background thread (cycled from the
-/// background cores given). Returns whether a background thread shares a measured core.
+/// background cores given); whether a background thread shares a measured core; the
+/// note; and the control thread's core where the default placement left one.
 fn placement(
     a: &PipelineArgs,
     given: Option<&str>,
     bg_threads: usize,
     topo: &Topology,
-) -> Result<(Vec<usize>, bool, Option<String>, Option<usize>)> {
+) -> Result<Seats> {
     let roles = ["producer", "consumer", "background"];
     if let Some(s) = given {
         if a.cross_l3 {
@@ -188,7 +206,12 @@ fn placement(
         let note = shares.then(|| {
             "a background thread shares a measured core (as asked); it works in bursts and sleeps between them".to_string()
         });
-        return Ok((cores, shares, note, None));
+        return Ok(Seats {
+            cores,
+            bg_shares_core: shares,
+            note,
+            control: None,
+        });
     }
     if a.cross_l3 {
         let groups: Vec<Vec<usize>> = topo
@@ -230,7 +253,12 @@ fn placement(
             "--cross-l3: producer on core {producer}, consumer on core {consumer} (another L3 group){}",
             if shares { "; background threads share the producer's core" } else { "" }
         ));
-        return Ok((cores, shares, note, None));
+        return Ok(Seats {
+            cores,
+            bg_shares_core: shares,
+            note,
+            control: None,
+        });
     }
     if bg_threads > 0 && topo.allowed.len() >= 3 {
         let (mut cores, note) = pin::default_pins(3, topo)?;
@@ -239,7 +267,12 @@ fn placement(
         let bg = cores[2];
         cores.truncate(2);
         cores.extend(std::iter::repeat_n(bg, bg_threads));
-        return Ok((cores, false, note, control));
+        return Ok(Seats {
+            cores,
+            bg_shares_core: false,
+            note,
+            control,
+        });
     }
     let (mut cores, _) = pin::default_pins(2, topo)?;
     cores.truncate(2);
@@ -256,7 +289,12 @@ fn placement(
             cores[1]
         )
     });
-    Ok((cores, bg_threads > 0, note, None))
+    Ok(Seats {
+        cores,
+        bg_shares_core: bg_threads > 0,
+        note,
+        control: None,
+    })
 }
 
 /// Everything `runner pipeline` was asked to do (after validation).
