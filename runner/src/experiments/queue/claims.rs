@@ -25,6 +25,27 @@ pub fn saturation_point(cells: &[&Cell]) -> Option<f64> {
         .and_then(|c| c.offered_hz)
 }
 
+/// What the document calls a latency wall, as checked at the top of the sweep.
+const WALL_RULE: &str =
+    "the queue at least a tenth full on average and p50 at least 10x its lowest in the sweep";
+
+/// Whether a variant's sweep ends in a latency wall: at the top rate the queue is at
+/// least a tenth full on average (the document: it fills toward capacity; Boost ~200
+/// of 1024) and p50 is at least 10x the lowest p50 of the sweep (it "jumps by orders
+/// of magnitude"; Boost ~10 us against ~120 ns). A queue capped by its producer stays
+/// near empty and fails the first; the lowest p50, not the lowest rate's, because at
+/// the lowest rates a sleeping consumer's wake-up inflates it.
+pub fn latency_wall(cells: &[&Cell], capacity: usize) -> bool {
+    let Some(top) = cells.last() else {
+        return false;
+    };
+    let lowest = cells
+        .iter()
+        .map(|c| p(c, 0.5))
+        .fold(f64::INFINITY, f64::min);
+    top.mean_depth().is_some_and(|d| d >= 0.1 * capacity as f64) && p(top, 0.5) >= 10.0 * lowest
+}
+
 /// Builds every claim the modes that ran can speak to.
 ///
 /// `noise` (the probes of the consumer's core, when they ran) turns a tail claim that
@@ -246,21 +267,41 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 continue;
             }
             let sat = saturation_point(&cells);
+            let wall = latency_wall(&cells, cfg.capacity);
+            let top = cells.last().expect("not empty");
             v.push(
                 Claim::new(
                     "saturation",
                     text,
-                    format!("{} ~{}", x.name(), fmt_rate(doc_hz)),
+                    format!(
+                        "{} ~{}; past it the queue fills and p50 jumps by orders of magnitude",
+                        x.name(),
+                        fmt_rate(doc_hz)
+                    ),
+                    format!(
+                        "{}; at {}: depth {:.1} of {}, p50 {} (lowest in the sweep: {})",
+                        match sat {
+                            Some(r) => format!(
+                                "{} first saturated sweep point: {}",
+                                x.name(),
+                                fmt_rate(r)
+                            ),
+                            None => format!("{} did not saturate up to 50 MHz", x.name()),
+                        },
+                        top.offered_hz.map_or_else(|| "-".into(), fmt_rate),
+                        top.mean_depth().unwrap_or(f64::NAN),
+                        cfg.capacity,
+                        fmt_ns(p(top, 0.5)),
+                        fmt_ns(cells.iter().map(|c| p(c, 0.5)).fold(f64::INFINITY, f64::min))
+                    ),
                     match sat {
-                        Some(r) => {
-                            format!("{} first saturated sweep point: {}", x.name(), fmt_rate(r))
-                        }
-                        None => format!("{} did not saturate up to 50 MHz", x.name()),
-                    },
-                    match sat {
-                        Some(r) if (0.5..=2.0).contains(&(r / doc_hz)) => (
+                        Some(r) if (0.5..=2.0).contains(&(r / doc_hz)) && wall => (
                             Verdict::Reproduced,
-                            "first saturated point within 0.5x-2x of the document's".into(),
+                            format!("first saturated point within 0.5x-2x of the document's, and a latency wall at the top rate ({WALL_RULE})"),
+                        ),
+                        Some(r) if (0.5..=2.0).contains(&(r / doc_hz)) => (
+                            Verdict::Differs,
+                            format!("first saturated point within 0.5x-2x of the document's, but no latency wall at the top rate ({WALL_RULE}): it saturates another way"),
                         ),
                         _ => (
                             Verdict::Differs,
@@ -328,4 +369,65 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
         v.extend(super::shapes::boost_peak(out));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::queue::work::Variant;
+    use crate::lab::measure::Stamps;
+    use crate::lab::pacer::Schedule;
+    use handoff_clock::{Clock, Source, Timer};
+
+    /// A sweep cell paced every `period` ns whose every item takes `latency` ns.
+    fn cell(period: u64, latency: u64) -> Cell {
+        let clock = Clock::monotonic();
+        let n = 4000u64;
+        let send: Vec<u64> = (0..n).map(|i| 1_000 + i * period).collect();
+        let recv: Vec<u64> = send.iter().map(|s| s + latency).collect();
+        let stamps = Stamps {
+            schedule: Schedule::new(
+                1_000,
+                Some(1e9 / period as f64),
+                Timer::with_frequency(Source::Tsc, 1e9),
+            ),
+            send,
+            recv,
+            off_core: 0,
+            bad_items: 0,
+        };
+        let mut c = Cell::new(
+            Mode::Sweep,
+            Variant::BoostSpsc,
+            Some(1e9 / period as f64),
+            n as usize,
+            (),
+        );
+        c.measured.add(&stamps, &clock, "x").unwrap();
+        c
+    }
+
+    #[test]
+    fn a_latency_wall_is_a_full_queue_and_a_p50_orders_of_magnitude_up() {
+        // The document's Boost: p50 ~10 us at 50 MHz offered, the queue ~200 deep.
+        let low = cell(10_000, 100);
+        let wall = cell(20, 10_000);
+        assert!(latency_wall(&[&low, &wall], 1024));
+        // Measured from the sweep's lowest p50, not the lowest rate's (a sleeping
+        // consumer's wake-up): 10 us is not 10x a 2 us start, but it is 10x the 500 ns
+        // that came between.
+        let woken = cell(10_000, 2_000);
+        let mid = cell(1_000, 500);
+        assert!(!latency_wall(&[&woken, &wall], 1024));
+        assert!(latency_wall(&[&woken, &mid, &wall], 1024));
+        let mid = cell(1_000, 1_500);
+        assert!(!latency_wall(&[&woken, &mid, &cell(20, 14_000)], 1024));
+        // queue.json of issue 50 (Boost at 50 MHz): depth 26, p50 381 ns: no wall.
+        let ceiling = cell(70, 381);
+        assert!(!latency_wall(&[&low, &ceiling], 1024));
+        // A deep queue without the p50 rise is not one either, nor a lone point.
+        let deep = cell(1, 200);
+        assert!(!latency_wall(&[&low, &deep], 1024));
+        assert!(!latency_wall(&[], 1024));
+    }
 }
