@@ -85,31 +85,36 @@ struct hb_role {
 
 namespace {
 
+// The two clocks a role can run on, chosen once per role (hb_produce, hb_consume), so
+// that the per-item loops read one clock with no branch on which.
+// The TSC: rdtsc to pace; rdtscp; lfence to stamp, counting the stamp in `off` when
+// TSC_AUX names another core than the pinned one.
+struct Tsc {
+    static uint64_t now() { return __rdtsc(); }
+    static uint64_t stamp(const hb_role* r, uint64_t& off) {
+        uint32_t aux;
+        const uint64_t t = rdtscp_ordered(&aux);
+        off += (aux & 0xfff) != r->cpu;
+        return t;
+    }
+};
+
+// CLOCK_MONOTONIC: no core check, as handoff-clock's monotonic stamps carry no cpu.
+struct Monotonic {
+    static uint64_t now() { return monotonic_ns(); }
+    static uint64_t stamp(const hb_role*, uint64_t&) { return monotonic_ns(); }
+};
+
 // Pacing: item i is due at t0 + floor(i * period), a fixed origin (open loop).
-// The wait spins on rdtsc with no pause instruction (see docs/methodology.md).
+// The wait spins on the clock with no pause instruction (see docs/methodology.md).
+template <class C>
 inline void wait_until_due(const hb_role* r, uint64_t i, double& period) {
     if ((i & 4095) == 0 && __atomic_load_n(r->stop, __ATOMIC_RELAXED) != 0) period = 0.0;
     if (period > 0.0) {
         const uint64_t due = r->t0 + static_cast<uint64_t>(static_cast<double>(i) * period);
-        if (r->clock == 0) {
-            while (__rdtsc() < due) {
-            }
-        } else {
-            while (monotonic_ns() < due) {
-            }
+        while (C::now() < due) {
         }
     }
-}
-
-// A stamp on the role's clock: rdtscp; lfence on the TSC, counting it in `off` when
-// TSC_AUX names another core than the pinned one; a CLOCK_MONOTONIC read otherwise
-// (no core check, as handoff-clock's monotonic stamps carry no cpu).
-inline uint64_t stamp(const hb_role* r, uint64_t& off) {
-    if (r->clock != 0) return monotonic_ns();
-    uint32_t aux;
-    const uint64_t t = rdtscp_ordered(&aux);
-    off += (aux & 0xfff) != r->cpu;
-    return t;
 }
 
 // Non-blocking push / pop of the two lock-free queues, one spelling for the loops.
@@ -134,18 +139,20 @@ bool try_pop(boost::lockfree::spsc_queue<MarketTick, Opts...>& q, MarketTick& t)
 
 // The producer's step before each push: wait until item i is due, build it, stamp its
 // send time, and count the stamp if it was taken off the pinned core.
+template <class C>
 inline MarketTick due_tick(hb_role* r, uint64_t i, double& period, uint64_t& off) {
-    wait_until_due(r, i, period);
+    wait_until_due<C>(r, i, period);
     const MarketTick tick = make_tick(i);
-    r->stamps[i] = stamp(r, off);
+    r->stamps[i] = C::stamp(r, off);
     return tick;
 }
 
 // The consumer's step after each pop: stamp the receive time at the item's seq (or
 // count the item as bad if it is out of order or corrupted), and count the stamp if it
 // was taken off the pinned core.
+template <class C>
 inline void taken(hb_role* r, uint64_t k, const MarketTick& t, uint64_t& off, uint64_t& bad) {
-    const uint64_t ts = stamp(r, off);
+    const uint64_t ts = C::stamp(r, off);
     if (t.seq != k || t.seq >= r->n || t.qty != static_cast<uint32_t>(t.seq)) {
         ++bad;
         return;
@@ -153,36 +160,37 @@ inline void taken(hb_role* r, uint64_t k, const MarketTick& t, uint64_t& off, ui
     r->stamps[t.seq] = ts;
 }
 
-template <class Q>
+template <class C, class Q>
 void produce(Q& q, hb_role* r) {
     double period = r->period;
     uint64_t off = 0;
     for (uint64_t i = 0; i < r->n; ++i) {
-        const MarketTick tick = due_tick(r, i, period, off);
+        const MarketTick tick = due_tick<C>(r, i, period, off);
         while (!try_push(q, tick)) { /* spin */
         }
     }
     r->off_cpu = off;
 }
 
-template <class Q>
+template <class C, class Q>
 void consume(Q& q, hb_role* r) {
     uint64_t off = 0, bad = 0;
     for (uint64_t k = 0; k < r->n; ++k) {
         MarketTick t;
         while (!try_pop(q, t)) { /* spin */
         }
-        taken(r, k, t, off, bad);
+        taken<C>(r, k, t, off, bad);
     }
     r->off_cpu = off;
     r->bad_seq = bad;
 }
 
+template <class C>
 void produce(MutexQueue& m, hb_role* r) {
     double period = r->period;
     uint64_t off = 0;
     for (uint64_t i = 0; i < r->n; ++i) {
-        const MarketTick tick = due_tick(r, i, period, off);
+        const MarketTick tick = due_tick<C>(r, i, period, off);
         {
             std::unique_lock<std::mutex> lk(m.mtx);
             m.cv_not_full.wait(lk, [&] { return m.q.size() < m.N; });
@@ -193,6 +201,7 @@ void produce(MutexQueue& m, hb_role* r) {
     r->off_cpu = off;
 }
 
+template <class C>
 void consume(MutexQueue& m, hb_role* r) {
     uint64_t off = 0, bad = 0;
     for (uint64_t k = 0; k < r->n; ++k) {
@@ -204,7 +213,7 @@ void consume(MutexQueue& m, hb_role* r) {
             m.q.pop();
         }
         m.cv_not_full.notify_one();
-        taken(r, k, tick, off, bad);  // stamped after the unlock
+        taken<C>(r, k, tick, off, bad);  // stamped after the unlock
     }
     r->off_cpu = off;
     r->bad_seq = bad;
@@ -297,11 +306,19 @@ void hb_free(void* h) {
 }
 
 void hb_produce(void* h, hb_role* r) {
-    visit(static_cast<Handle*>(h), [r](auto& q) { produce(q, r); });
+    if (r->clock == 0) {
+        visit(static_cast<Handle*>(h), [r](auto& q) { produce<Tsc>(q, r); });
+    } else {
+        visit(static_cast<Handle*>(h), [r](auto& q) { produce<Monotonic>(q, r); });
+    }
 }
 
 void hb_consume(void* h, hb_role* r) {
-    visit(static_cast<Handle*>(h), [r](auto& q) { consume(q, r); });
+    if (r->clock == 0) {
+        visit(static_cast<Handle*>(h), [r](auto& q) { consume<Tsc>(q, r); });
+    } else {
+        visit(static_cast<Handle*>(h), [r](auto& q) { consume<Monotonic>(q, r); });
+    }
 }
 
 }  // extern "C"

@@ -319,7 +319,7 @@ fn clock_line(clock: &Clock, env: &Env) -> Option<String> {
     let why = clock.calibration().fallback_reason.as_deref()?;
     let cost = &env.clock_read_cost_ns;
     Some(format!(
-        "clock: CLOCK_MONOTONIC, not the TSC ({why}): a read costs {}, stamps resolve to {}; differences below that are judged ties, and no per-stamp core check is made",
+        "clock: CLOCK_MONOTONIC, not the TSC ({why}): a read costs {}, stamps resolve to {}, and two latencies closer than that are judged a tie; no per-stamp core check is made",
         fmt::dur(cost.start_ns.round() as u64),
         fmt::dur(cost.step_ns.max(1.0).round() as u64)
     ))

@@ -124,24 +124,6 @@ impl Topology {
         }
     }
 
-    /// The NUMA node of `cpu`, if sysfs named one.
-    pub fn node_of(&self, cpu: usize) -> Option<u32> {
-        self.nodes
-            .iter()
-            .find(|(_, cpus)| cpus.contains(&cpu))
-            .map(|&(n, _)| n)
-    }
-
-    /// The CPUs of `node` this process may use.
-    pub fn allowed_on_node(&self, node: u32) -> Vec<usize> {
-        self.nodes
-            .iter()
-            .filter(|&&(n, _)| n == node)
-            .flat_map(|(_, cpus)| cpus.iter().copied())
-            .filter(|c| self.allowed.contains(c))
-            .collect()
-    }
-
     /// The L3 group holding `cpu`, if sysfs named one.
     pub fn l3_group_of(&self, cpu: usize) -> Option<&[usize]> {
         self.l3_groups
@@ -352,12 +334,6 @@ mod tests {
         );
         assert_eq!(t.share_l3(4, 44), Some(true));
         assert_eq!(t.share_l3(4, 24), Some(false));
-        assert_eq!(
-            (t.node_of(45), t.node_of(25), t.node_of(80)),
-            (Some(0), Some(1), None)
-        );
-        assert_eq!(t.allowed_on_node(1), list("20-39,60-79"));
-        assert!(t.allowed_on_node(2).is_empty());
     }
 
     #[test]
@@ -370,9 +346,8 @@ mod tests {
         assert_eq!(t.share_l3(7, 8), Some(false));
         assert_eq!(t.share_l3(7, 71), Some(true));
         assert_eq!(t.nodes.len(), 4);
+        assert_eq!(t.nodes[0], (0, list("0-15,64-79")));
         assert_eq!(t.nodes[3], (3, list("48-63,112-127")));
-        assert_eq!(t.node_of(8), Some(0));
-        assert_eq!(t.node_of(16), Some(1));
     }
 
     #[test]
@@ -389,14 +364,12 @@ mod tests {
         assert_eq!(t.online, list("0-1"));
         assert_eq!(t.l3_groups, vec![list("0-1")]);
         assert_eq!(t.nodes, vec![(0, list("0-1"))]);
-        assert_eq!((t.node_of(1), t.node_of(2)), (Some(0), None));
     }
 
     #[test]
     fn a_kernel_without_numa_has_no_node_directory() {
         let t = Topology::read_from(fixture("0-1", &[]).path(), vec![0, 1]);
         assert!(t.nodes.is_empty());
-        assert_eq!(t.node_of(0), None);
     }
 
     #[test]

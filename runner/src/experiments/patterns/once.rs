@@ -236,10 +236,16 @@ fn per_node(timer: Timer, nodes: &[u32], allowed: &[usize]) -> Result<Vec<PerNod
     Ok(out)
 }
 
-/// CPUs of `node` (`/sys/devices/system/node/nodeN/cpulist`) this process may use.
+/// CPUs of `node` (`handoff_pool::numa::cpus_of_node`) this process may use.
 fn cpus_of(node: u32, allowed: &[usize]) -> Vec<usize> {
-    crate::lab::topology::Topology::read_from(std::path::Path::new("/sys"), allowed.to_vec())
-        .allowed_on_node(node)
+    numa::cpus_of_node(node)
+        .map(|cpus| {
+            cpus.into_iter()
+                .map(|c| c as usize)
+                .filter(|c| allowed.contains(c))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Sums `passes` times over `mb` MiB of doubles on node `nodes[0]`.
