@@ -68,8 +68,7 @@ fn main() {
 /// Makes cargo rerun this script when the Boost header appears, goes or changes, so that
 /// `apt-get install libboost-dev` on a machine that already built the crate turns the
 /// variant on at the next build (without it the probe's answer was cached until a clean
-/// build). Where the header is missing, cargo finds a watched path missing and reruns
-/// the script on every build: a probe of about a second, until Boost is there.
+/// build). Where the header is missing, the folders it would be added to are watched.
 fn watch_boost_header(have_boost: bool) {
     const HEADER: &str = "boost/lockfree/spsc_queue.hpp";
     let mut dirs: Vec<PathBuf> = ["CPATH", "CPLUS_INCLUDE_PATH"]
@@ -90,9 +89,18 @@ fn watch_boost_header(have_boost: bool) {
             println!("cargo:rerun-if-changed={}", p.display());
         }
     } else {
-        // Missing paths: cargo reruns the script until one of them exists.
-        for d in &dirs {
-            println!("cargo:rerun-if-changed={}", d.join(HEADER).display());
+        // Watch the deepest folder on the header's way that exists in each include
+        // folder (`/usr/include` where Boost is absent): installing the header adds an
+        // entry there, which changes its mtime. A missing path would make cargo rerun
+        // the script, and rebuild this crate and the runner, on every build.
+        for d in dirs.iter().filter(|d| d.is_dir()) {
+            let deepest = d
+                .join(HEADER)
+                .ancestors()
+                .find(|a| a.is_dir())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| d.clone());
+            println!("cargo:rerun-if-changed={}", deepest.display());
         }
     }
 }

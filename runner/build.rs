@@ -16,12 +16,16 @@ fn main() {
     let version = run(&rustc, &["--version"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=RUNNER_RUSTC_VERSION={version}");
 
+    // `--no-optional-locks`: a plain `git status` refreshes the index and writes it
+    // back, and the index is one of the files watched below, so the next cargo
+    // command would run this script and rebuild the runner for nothing.
     let rev = run("git", &["rev-parse", "--short=12", "HEAD"]).map(|r| {
         // Committed results are rewritten by the runner itself; they don't make the
         // code dirty.
         let dirty = run(
             "git",
             &[
+                "--no-optional-locks",
                 "status",
                 "--porcelain",
                 "--untracked-files=no",
@@ -41,8 +45,14 @@ fn main() {
         "cargo:rustc-env=RUNNER_GIT_REVISION={}",
         rev.unwrap_or_else(|| "unknown (not built from a git checkout)".into())
     );
-    // Rebuild the stamp when HEAD moves or the index changes.
-    for p in ["../.git/HEAD", "../.git/index"] {
+    // Rebuild the stamp when HEAD moves, a branch moves or the index changes (a
+    // commit, `git add`); never because of this script's own git calls.
+    for p in [
+        "../.git/HEAD",
+        "../.git/index",
+        "../.git/refs/heads",
+        "../.git/packed-refs",
+    ] {
         if std::path::Path::new(p).exists() {
             println!("cargo:rerun-if-changed={p}");
         }
