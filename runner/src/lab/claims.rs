@@ -16,6 +16,9 @@ pub enum Verdict {
     Holds,
     /// A relation that does not hold here.
     Fails,
+    /// A relation whose margin is smaller than the run-to-run spread: the repeats'
+    /// own ratios fall on both sides of the line (see [`ratio_at_least`]).
+    WithinNoise,
     /// This machine's scheduling noise alone puts the claim out of reach of any
     /// contender (see `lab::noise`), so the run cannot speak to it.
     NotMeasurableHere,
@@ -25,11 +28,12 @@ pub enum Verdict {
 }
 
 /// Every verdict's word, as printed and written.
-pub const VERDICTS: [&str; 6] = [
+pub const VERDICTS: [&str; 7] = [
     "reproduced",
     "differs",
     "holds",
     "fails",
+    "within noise",
     "not measurable here",
     "not measured",
 ];
@@ -172,6 +176,81 @@ pub fn holds(ok: bool, rule: impl Into<String>) -> (Verdict, String) {
         if ok { Verdict::Holds } else { Verdict::Fails },
         rule.into(),
     )
+}
+
+/// The share of the repeats that must fall on the median's side of the line for a
+/// ratio to hold or fail: two thirds (4 of 5 repeats, 7 of 10).
+pub const AGREE: f64 = 2.0 / 3.0;
+
+/// The verdict on "`a` is at least `k` times `b`" from the repeats' own ratios
+/// (`ratios[r]` = a / b of repeat `r`, the contenders run back to back within each
+/// repeat): *holds* when the median ratio is at least `k` and at least [`AGREE`] of the
+/// repeats are; *fails* when the median is below `k` and at least [`AGREE`] of the
+/// repeats are; otherwise *within noise*: the margin is smaller than the repeats'
+/// spread. No repeats: *not measured*. One rule for every ratio and order the runner
+/// judges on repeats (docs/methodology.md, "Ratios and orders").
+///
+/// ```
+/// use runner::lab::claims::{ratio_at_least, Verdict};
+/// assert_eq!(ratio_at_least(&[1.6, 1.7, 1.4, 1.8, 1.55], 1.5, "a/b").0, Verdict::Holds);
+/// assert_eq!(ratio_at_least(&[1.49, 1.45, 1.51, 1.4, 1.3], 1.5, "a/b").0, Verdict::Fails);
+/// // 1.49x jemalloc in the median, 3 of 5 repeats below 1.5: within noise.
+/// assert_eq!(ratio_at_least(&[1.49, 1.47, 1.52, 1.45, 1.56], 1.5, "a/b").0, Verdict::WithinNoise);
+/// ```
+pub fn ratio_at_least(ratios: &[f64], k: f64, rule: &str) -> (Verdict, String) {
+    let n = ratios.len();
+    if n == 0 {
+        return (Verdict::NotMeasured, format!("{rule}: no repeats"));
+    }
+    let mut sorted = ratios.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    let at_least = ratios.iter().filter(|&&r| r >= k).count();
+    let agree = if median >= k { at_least } else { n - at_least };
+    let verdict = if (agree as f64) < AGREE * n as f64 - 1e-9 {
+        Verdict::WithinNoise
+    } else if median >= k {
+        Verdict::Holds
+    } else {
+        Verdict::Fails
+    };
+    let range = format!("{:.3}-{:.3}", sorted[0], sorted[n - 1]);
+    (
+        verdict,
+        format!(
+            "{rule}: median of the repeats' own ratios {median:.3} (range {range}), {at_least} of {n} repeats at or above {k}{}",
+            if verdict == Verdict::WithinNoise {
+                " (the repeats disagree: within noise)"
+            } else {
+                ""
+            }
+        ),
+    )
+}
+
+/// Several relations that must all hold: *fails* if any fails, *within noise* if
+/// none fails but one is within noise (or not measured), *holds* if all hold. The
+/// reasons joined.
+pub fn all_hold(parts: &[(Verdict, String)]) -> (Verdict, String) {
+    let verdict = if parts.iter().any(|p| p.0 == Verdict::Fails) {
+        Verdict::Fails
+    } else if parts.iter().all(|p| p.0 == Verdict::Holds) {
+        Verdict::Holds
+    } else if parts.iter().any(|p| p.0 == Verdict::WithinNoise) {
+        Verdict::WithinNoise
+    } else {
+        Verdict::NotMeasured
+    };
+    let reason = parts
+        .iter()
+        .map(|p| format!("{} ({})", p.1, p.0))
+        .collect::<Vec<_>>()
+        .join("; ");
+    (verdict, reason)
 }
 
 /// Upper 5% points of the F distribution with `d` and `d` degrees of freedom, from the
@@ -326,6 +405,7 @@ mod tests {
             (Verdict::Differs, "differs"),
             (Verdict::Holds, "holds"),
             (Verdict::Fails, "fails"),
+            (Verdict::WithinNoise, "within noise"),
             (Verdict::NotMeasurableHere, "not measurable here"),
             (Verdict::NotMeasured, "not measured"),
         ];

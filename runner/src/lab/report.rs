@@ -84,7 +84,7 @@ pub fn render(results: &[Value]) -> String {
     let mut s = String::from("# Reproduction report\n\n");
     let _ = writeln!(
         s,
-        "Generated from the results JSON in this folder (`runner report` writes it again, byte for byte). Every claim of the source documents that the runner judges, with the document's figure, this machine's, the verdict and its reason. Verdicts: *reproduced* / *differs* for an absolute figure within / beyond 25% of the document's; *holds* / *fails* for a relation; *not measurable here* where this machine's noise or topology puts the claim out of reach; *not measured* where the run did not measure what the claim needs.\n"
+        "Generated from the results JSON in this folder (`runner report` writes it again, byte for byte). Every claim of the source documents that the runner judges, with the document's figure, this machine's, the verdict and its reason. Verdicts: *reproduced* / *differs* for an absolute figure within / beyond 25% of the document's; *holds* / *fails* for a relation; *within noise* for a relation whose margin is smaller than the run-to-run spread (the repeats' own ratios fall on both sides); *not measurable here* where this machine's noise or topology puts the claim out of reach; *not measured* where the run did not measure what the claim needs.\n"
     );
     if let Some(first) = results.first() {
         machine(&mut s, &first["env"], &revisions(results));
@@ -96,14 +96,14 @@ pub fn render(results: &[Value]) -> String {
         );
     }
     let _ = writeln!(s, "## Verdicts\n");
-    let _ = writeln!(s, "| document | experiment | claims | reproduced | holds | differs | fails | not measurable here | not measured |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "| document | experiment | claims | reproduced | holds | differs | fails | within noise | not measurable here | not measured |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
     for r in results {
         let claims = r["claims"].as_array().map(Vec::as_slice).unwrap_or(&[]);
         let count = |v: &str| claims.iter().filter(|c| c["verdict"] == v).count();
         let _ = writeln!(
             s,
-            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
             str_of(&r["document"]["file"]),
             str_of(&r["experiment"]),
             claims.len(),
@@ -111,6 +111,7 @@ pub fn render(results: &[Value]) -> String {
             count("holds"),
             count("differs"),
             count("fails"),
+            count("within noise"),
             count("not measurable here"),
             count("not measured")
         );

@@ -72,6 +72,51 @@ impl Outcome {
             Some(if seconds { secs } else { ns })
         }))
     }
+    /// `c`'s ns per pair per thread on `t` threads in each repeat (`None` where the
+    /// repeat did not run that count), in the repeats' order.
+    fn ns_runs(&self, c: Contender, t: usize, cfg: &Config) -> Vec<Option<f64>> {
+        self.of(c)
+            .iter()
+            .map(|s| {
+                if t == cfg.threads {
+                    Some(s.ns_per_pair)
+                } else {
+                    s.scaling.iter().find(|p| p.0 == t).map(|p| p.2)
+                }
+            })
+            .collect()
+    }
+    /// `c`'s ns per pair beyond the test's own on `t` threads, per repeat (the void
+    /// allocator's figure of the same repeat taken off).
+    pub(super) fn net_runs(&self, c: Contender, t: usize, cfg: &Config) -> Vec<Option<f64>> {
+        self.ns_runs(c, t, cfg)
+            .into_iter()
+            .zip(self.ns_runs(Contender::Void, t, cfg))
+            .map(|(x, v)| Some(x? - v?))
+            .collect()
+    }
+    /// Per repeat, `a`'s ns per pair beyond the test's own over `b`'s on `t` threads.
+    pub(super) fn paired_net(
+        &self,
+        a: Contender,
+        b: Contender,
+        t: usize,
+        cfg: &Config,
+    ) -> Vec<f64> {
+        self.net_runs(a, t, cfg)
+            .into_iter()
+            .zip(self.net_runs(b, t, cfg))
+            .filter_map(|(x, y)| Some(x? / y?))
+            .collect()
+    }
+    /// Per repeat, `c`'s time to finish the test over handoff-alloc's.
+    pub(super) fn paired_speedups(&self, c: Contender) -> Vec<f64> {
+        self.of(c)
+            .iter()
+            .zip(self.of(Contender::Handoff))
+            .map(|(o, h)| o.seconds / h.seconds)
+            .collect()
+    }
     /// `c`'s ns per pair per thread on `t` threads (median of the repeats).
     pub(super) fn ns_at(&self, c: Contender, t: usize, cfg: &Config) -> f64 {
         self.at(c, t, cfg, false)
@@ -79,10 +124,6 @@ impl Outcome {
     /// `c`'s seconds on `t` threads (median of the repeats).
     pub(super) fn seconds_at(&self, c: Contender, t: usize, cfg: &Config) -> f64 {
         self.at(c, t, cfg, true)
-    }
-    /// `c`'s ns per pair beyond the test's own on `t` threads.
-    pub(super) fn net_at(&self, c: Contender, t: usize, cfg: &Config) -> f64 {
-        self.ns_at(c, t, cfg) - self.ns_at(Contender::Void, t, cfg)
     }
     pub(super) fn of(&self, c: Contender) -> &[Sample] {
         let i = Contender::ALL.iter().position(|&x| x == c).unwrap_or(0);
@@ -95,12 +136,7 @@ impl Outcome {
     /// repeat: each pair ran back to back, so a change of the machine's load between
     /// repeats moves both.
     pub(super) fn paired_speedup(&self, c: Contender) -> f64 {
-        median(
-            self.of(c)
-                .iter()
-                .zip(self.of(Contender::Handoff))
-                .map(|(o, h)| o.seconds / h.seconds),
-        )
+        median(self.paired_speedups(c))
     }
     pub(super) fn ns(&self, c: Contender) -> f64 {
         median(self.of(c).iter().map(|s| s.ns_per_pair))
