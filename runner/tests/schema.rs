@@ -276,6 +276,7 @@ fn the_report_comes_from_the_json_alone_and_compares_folders() {
     // A folder compared with itself: every ratio 1, nothing beyond the spread.
     let same = runner_ok(&["compare", o, o]);
     assert!(same.contains("0 differ beyond the spread"), "{same}");
+    assert!(same.contains("claims in both; 0 changed"), "{same}");
     assert!(same.contains("lock_free"), "{same}");
     // A folder that is not one is refused as bad input, in one line.
     let empty = dir.path().join("empty");

@@ -519,7 +519,72 @@ pub fn compare(a_dir: &Path, b_dir: &Path) -> Result<String> {
         s,
         "{shown} figures in common; {flagged} differ beyond the spread of their runs."
     );
+    s.push('\n');
+    s.push_str(&verdict_changes(&a, &b));
     Ok(s)
+}
+
+/// Every claim of a set of results, keyed by (experiment, id, occurrence of that id
+/// in the experiment): (key, claim text, verdict).
+fn verdicts(results: &[Value]) -> Vec<((String, String, usize), String, String)> {
+    let mut out: Vec<((String, String, usize), String, String)> = Vec::new();
+    for r in results {
+        let exp = str_of(&r["experiment"]).to_string();
+        for c in r["claims"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+            let id = str_of(&c["id"]).to_string();
+            let k = out
+                .iter()
+                .filter(|((e, i, _), _, _)| *e == exp && *i == id)
+                .count();
+            out.push((
+                (exp.clone(), id, k),
+                str_of(&c["claim"]).to_string(),
+                str_of(&c["verdict"]).to_string(),
+            ));
+        }
+    }
+    out
+}
+
+/// The claims whose verdict differs between two sets of results (and those judged in
+/// only one of them), one line each.
+fn verdict_changes(a: &[Value], b: &[Value]) -> String {
+    let (va, vb) = (verdicts(a), verdicts(b));
+    let mut s = String::new();
+    let mut changed = Vec::new();
+    let mut common = 0;
+    for (key, claim, x) in &va {
+        match vb.iter().find(|(k, _, _)| k == key) {
+            Some((_, _, y)) => {
+                common += 1;
+                if x != y {
+                    changed.push(format!("  {:<10} {:<40} {x} -> {y}: {claim}", key.0, key.1));
+                }
+            }
+            None => changed.push(format!(
+                "  {:<10} {:<40} {x} -> (not in B): {claim}",
+                key.0, key.1
+            )),
+        }
+    }
+    for (key, claim, y) in &vb {
+        if !va.iter().any(|(k, _, _)| k == key) {
+            changed.push(format!(
+                "  {:<10} {:<40} (not in A) -> {y}: {claim}",
+                key.0, key.1
+            ));
+        }
+    }
+    let _ = writeln!(
+        s,
+        "Verdicts: {common} claims in both; {} changed (A -> B){}",
+        changed.len(),
+        if changed.is_empty() { "." } else { ":" }
+    );
+    for line in changed {
+        let _ = writeln!(s, "{line}");
+    }
+    s
 }
 
 #[cfg(test)]
@@ -534,6 +599,35 @@ mod tests {
             revisions(&[r("pipeline", "bbb"), r("queue", "aaa"), r("pool", "aaa")]),
             "bbb (pipeline); aaa (queue, pool)"
         );
+    }
+
+    #[test]
+    fn compare_lists_every_claim_whose_verdict_changed() {
+        let run = |tail: &str, extra: bool| {
+            let mut claims = vec![
+                serde_json::json!({"id": "throughput", "claim": "ring", "verdict": "reproduced"}),
+                serde_json::json!({"id": "throughput", "claim": "boost", "verdict": tail}),
+                serde_json::json!({"id": "mutex-tail", "claim": "mutex", "verdict": "holds"}),
+            ];
+            if extra {
+                claims.push(serde_json::json!({"id": "new", "claim": "n", "verdict": "holds"}));
+            }
+            vec![serde_json::json!({"experiment": "queue", "claims": claims})]
+        };
+        let same = verdict_changes(&run("differs", false), &run("differs", false));
+        assert_eq!(same, "Verdicts: 3 claims in both; 0 changed (A -> B).\n");
+        let out = verdict_changes(&run("differs", false), &run("reproduced", true));
+        assert!(
+            out.starts_with("Verdicts: 3 claims in both; 2 changed (A -> B):"),
+            "{out}"
+        );
+        // The second claim of the id, not the first.
+        assert!(
+            out.contains("throughput") && out.contains("differs -> reproduced: boost"),
+            "{out}"
+        );
+        assert!(out.contains("(not in A) -> holds: n"), "{out}");
+        assert!(!out.contains("ring"), "{out}");
     }
 
     #[test]
