@@ -161,6 +161,14 @@ pub fn common(a: &Measured, b: &Measured, classes: &Classes) -> Option<usize> {
         .find(|&k| share(a, classes, k) >= MIN_SHARE && share(b, classes, k) >= MIN_SHARE)
 }
 
+/// The placements, nearest first, that hold at least [`MIN_SHARE`] of the slices of
+/// every one of `ms`.
+pub fn shared_by(ms: &[&Measured], classes: &Classes) -> Vec<usize> {
+    (0..classes.list.len())
+        .filter(|&k| ms.iter().all(|m| share(m, classes, k) >= MIN_SHARE))
+        .collect()
+}
+
 /// One contender's figures in the nearest placement holding at least [`MIN_SHARE`] of
 /// its slices (see [`common`]), with that placement's label; `None` without placement
 /// data.

@@ -8,6 +8,8 @@ use crate::lab::claims::{holds, near, Claim, Verdict};
 use crate::lab::fmt::{ns as fmt_ns, ops};
 use crate::lab::noise::Probes;
 use crate::lab::placed;
+use handoff_clock::link::Classes;
+use handoff_stats::Latency;
 
 /// The document's tie, two-sided: `x` within 5% of `y`, above or below, or within
 /// `step_ns`, the clock's step (two stamps closer than that cannot be told apart).
@@ -17,6 +19,91 @@ fn tie(x: f64, y: f64, step_ns: f64) -> bool {
 
 fn p(c: &Cell, q: f64) -> f64 {
     c.latency.value_at_quantile(q) as f64
+}
+
+/// "Does mimalloc close malloc's gap?", judged where there is a gap: in each placement
+/// of the two cores that all three contenders ran in (the merged histograms where
+/// there are no placement probes), at each quantile of `qs`, malloc has a gap when it
+/// lies beyond a tie above the freelist ([`tie`]: 5% or the clock's `step`); mimalloc
+/// closes it when it lies within a tie of the freelist or below. Judged in the nearest
+/// placement with a gap: holds when every gap there is closed, fails otherwise. No
+/// gap anywhere: not measurable here (nothing to close).
+fn drop_in_gap(
+    classes: &Classes,
+    (m, f, mi): (&Cell, &Cell, &Cell),
+    qs: &[f64],
+    step: f64,
+) -> (String, (Verdict, String)) {
+    let beyond = |x: f64, y: f64| x > y + (0.05 * y).max(step);
+    let names = qs
+        .iter()
+        .map(|&q| match q {
+            0.5 => "p50".to_string(),
+            q => format!("p{}", q * 100.0),
+        })
+        .collect::<Vec<_>>();
+    let mut rows: Vec<(String, [Latency; 3])> =
+        placed::shared_by(&[&m.measured, &f.measured, &mi.measured], classes)
+            .into_iter()
+            .filter_map(|k| {
+                let at = |c: &Cell| c.measured.in_class(classes, k).map(|p| p.latency);
+                Some((
+                    format!("cores {} apart", classes.list[k].label()),
+                    [at(m)?, at(f)?, at(mi)?],
+                ))
+            })
+            .collect();
+    if rows.is_empty() {
+        rows.push((
+            "merged (no placement shared by all three)".to_string(),
+            [m.latency.clone(), f.latency.clone(), mi.latency.clone()],
+        ));
+    }
+    let mut text = Vec::new();
+    let mut judged: Option<(String, bool)> = None;
+    for (label, [lm, lf, lmi]) in &rows {
+        let mut parts = Vec::new();
+        let (mut gaps, mut closed) = (0, 0);
+        for (i, &q) in qs.iter().enumerate() {
+            let (xm, xf, xmi) = (
+                lm.value_at_quantile(q) as f64,
+                lf.value_at_quantile(q) as f64,
+                lmi.value_at_quantile(q) as f64,
+            );
+            let gap = beyond(xm, xf);
+            let shut = !beyond(xmi, xf);
+            gaps += usize::from(gap);
+            closed += usize::from(gap && shut);
+            parts.push(format!(
+                "{} malloc {} / freelist {} / mimalloc {} ({})",
+                names[i],
+                fmt_ns(xm),
+                fmt_ns(xf),
+                fmt_ns(xmi),
+                match (gap, shut) {
+                    (false, _) => "no gap",
+                    (true, true) => "gap closed",
+                    (true, false) => "gap not closed",
+                }
+            ));
+        }
+        text.push(format!("{label}: {}", parts.join(", ")));
+        if gaps > 0 && judged.is_none() {
+            judged = Some((label.clone(), closed == gaps));
+        }
+    }
+    let rule = format!(
+        "malloc's gap: above the freelist by more than 5% or the clock's step ({}); closed when mimalloc is within that of the freelist or below",
+        fmt_ns(step)
+    );
+    let verdict = match judged {
+        Some((label, ok)) => holds(ok, format!("{rule}; judged where the nearest gap is ({label})")),
+        None => (
+            Verdict::NotMeasurableHere,
+            format!("{rule}: malloc shows no gap to the freelist at {} in any placement here, so there is nothing to close", names.join(", ")),
+        ),
+    };
+    (text.join("; "), verdict)
 }
 
 /// Every claim the run can speak to.
@@ -238,23 +325,24 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             );
         }
         if let Some(mi) = h(Variant::Mimalloc) {
-            let (ours, judged) = placed::compare(
-                classes,
-                (Variant::Mimalloc.name(), mi),
-                (mn, m),
-                0.5,
-                no_worse,
-                &format!("answered here: mimalloc's p50 at or below malloc's, {step_text}"),
-            );
+            // Malloc's gap is its distance above the freelist: the document's is at the
+            // tail (1.35x / 1.26x at p99 / p99.9 same-CCX, 2.44x at p99.9 across CCXs).
+            // The tails count where the probes' p99.9 floor leaves them to the
+            // allocators (the document's malloc p99.9 392 ns); p50 always, which on this
+            // VM shows a gap in the far placements of the two cores.
+            let tails = floor999.is_some_and(|f| f as f64 <= 392.0 * 1.25);
+            let qs: &[f64] = if tails { &[0.5, 0.99, 0.999] } else { &[0.5] };
+            let (ours, judged) = drop_in_gap(classes, (m, f, mi), qs, step);
             v.push(Claim::new(
                 "drop-in-allocator",
                 "Open question of the document: does a drop-in general allocator (mimalloc) close malloc's gap?",
-                "not measured by the document",
+                "not measured by the document (malloc's gap: 1.35x / 1.26x the freelist at p99 / p99.9 same-CCX, 2.44x at p99.9 across CCXs)",
                 format!(
-                    "p50: {ours}; merged p50 / p99 / p99.9: mimalloc {} / {} / {}, malloc {} / {} / {}, freelist {} / {} / {}",
+                    "{ours}; merged p50 / p99 / p99.9: mimalloc {} / {} / {}, malloc {} / {} / {}, freelist {} / {} / {}{}",
                     fmt_ns(p(mi, 0.5)), fmt_ns(p(mi, 0.99)), fmt_ns(p(mi, 0.999)),
                     fmt_ns(p(m, 0.5)), fmt_ns(p(m, 0.99)), fmt_ns(p(m, 0.999)),
-                    fmt_ns(p(f, 0.5)), fmt_ns(p(f, 0.99)), fmt_ns(p(f, 0.999))
+                    fmt_ns(p(f, 0.5)), fmt_ns(p(f, 0.99)), fmt_ns(p(f, 0.999)),
+                    if tails { String::new() } else { format!("; p99 and p99.9 not judged{floor_text}") }
                 ),
                 headline(judged),
             ).at("What this doesn't show: no jemalloc / mimalloc / tcmalloc comparison"));
@@ -471,5 +559,88 @@ mod tests {
         assert!(tie(75.0, 80.0, 10.0));
         assert!(tie(80.0, 75.0, 10.0));
         assert!(!tie(100.0, 80.0, 10.0));
+    }
+
+    /// A headline cell of `v` with one slice of 2000 items per placement: items at
+    /// `near` ns with the cores ~100 ns apart, at `far` ns with them ~600 ns apart.
+    fn placed_cell(v: super::Variant, near: u64, far: u64) -> super::Cell {
+        use crate::lab::measure::{Around, Stamps};
+        use crate::lab::pacer::Schedule;
+        use handoff_clock::{Clock, Source, Timer};
+        let clock = Clock::monotonic();
+        let mut c = super::Cell::new(
+            super::Mode::Headline,
+            v,
+            Some(1e6),
+            4000,
+            Default::default(),
+        );
+        let slice = |start: u64, lat: u64| {
+            let send: Vec<u64> = (0..2000).map(|i| start + i * 1_000).collect();
+            Stamps {
+                schedule: Schedule::new(start, Some(1e6), Timer::with_frequency(Source::Tsc, 1e9)),
+                recv: send.iter().map(|s| s + lat).collect(),
+                send,
+                off_core: 0,
+                bad_items: 0,
+            }
+        };
+        let (a, b) = (slice(1_000, near), slice(10_000_000, far));
+        let around = |ns: f64| {
+            Some(Around {
+                before_ns: ns,
+                after_ns: ns,
+            })
+        };
+        c.measured
+            .add_slices(&[(&a, around(100.0)), (&b, around(600.0))], &clock, "x")
+            .unwrap();
+        c
+    }
+
+    #[test]
+    fn mimalloc_is_judged_where_malloc_has_a_gap() {
+        use super::{drop_in_gap, Variant};
+        use crate::lab::claims::Verdict;
+        use crate::lab::placed;
+        use handoff_clock::link::Classes;
+        let classes = Classes::of(&[[100.0; 50], [600.0; 50]].concat());
+        // Issue 50: every variant ties near (172 ns); far, malloc 2.7 us against the
+        // freelist's 1.0 us, and mimalloc 2.6 us does not close it.
+        let m = placed_cell(Variant::Malloc, 172, 2_700);
+        let f = placed_cell(Variant::FreelistReturnQueue, 172, 1_000);
+        let mi = placed_cell(Variant::Mimalloc, 170, 2_600);
+        // The old rule (mimalloc's p50 at or below malloc's in the nearest placement)
+        // said yes.
+        let (_, (old, _)) = placed::compare(
+            &classes,
+            ("mimalloc", &mi.measured),
+            ("malloc", &m.measured),
+            0.5,
+            |x, y| x <= y + 10.0,
+            "old",
+        );
+        assert_eq!(old, Verdict::Holds);
+        let (ours, (v, why)) = drop_in_gap(&classes, (&m, &f, &mi), &[0.5], 10.0);
+        assert_eq!(v, Verdict::Fails, "{ours}: {why}");
+        assert!(
+            ours.contains("cores ~100 ns apart: p50 malloc 172 ns"),
+            "{ours}"
+        );
+        assert!(
+            ours.contains("(no gap)") && ours.contains("(gap not closed)"),
+            "{ours}"
+        );
+        assert!(why.contains("~600 ns"), "{why}");
+        // mimalloc at the freelist's 1.0 us far: closed.
+        let mi = placed_cell(Variant::Mimalloc, 170, 1_020);
+        assert_eq!(
+            drop_in_gap(&classes, (&m, &f, &mi), &[0.5], 10.0).1 .0,
+            Verdict::Holds
+        );
+        // No gap anywhere: nothing to close.
+        let m = placed_cell(Variant::Malloc, 172, 1_010);
+        let (_, (v, why)) = drop_in_gap(&classes, (&m, &f, &mi), &[0.5], 10.0);
+        assert_eq!(v, Verdict::NotMeasurableHere, "{why}");
     }
 }
