@@ -575,7 +575,7 @@ fn alloc_reports_a_missing_library_unavailable_and_runs_the_rest() {
     );
     for name in [
         "take1-header-per-block",
-        "take2-header-per-run",
+        "take2-header-per-page",
         "take3-class-in-pointer",
         "take3-pow2-classes",
     ] {

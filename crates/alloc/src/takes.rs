@@ -1,8 +1,8 @@
 //! Document 004's three designs for finding a block's size class at `free`, built as
 //! small single-threaded allocators so that `runner alloc` can show what each step
-//! buys: **Take 1** keeps a header before every block, **Take 2** one header per run of
-//! blocks (the document's "page header"), **Take 3** reads the class from the pointer's
-//! bits. Take 3 also comes with power-of-two classes instead of half-exponent ones
+//! buys: **Take 1** keeps a header before every block, **Take 2** one header per 4 KiB
+//! page (the document's "bucket page header"), **Take 3** reads the class from the
+//! pointer's bits. Take 3 also comes with power-of-two classes instead of half-exponent ones
 //! (the document's other comparison).
 //!
 //! They are comparison contenders, not general allocators: one value serves one thread
@@ -17,10 +17,15 @@
 //! group belongs to class `c`, and a class that fills its run takes its run in the next
 //! group it has not used. This is the document's Take 3 layout ("pick the page which
 //! has `page_start & 0xF000 == 0x7000`") with 64 KiB runs for its 4 KiB pages, so that
-//! every class up to 16 KiB fits several blocks in one run. Every run starts with 64
-//! bytes that hold Take 2's header and are left unused by the others, so the blocks of
-//! all three takes lie at the same addresses (but for Take 1's own headers). Free blocks
-//! of a class form a list linked through their first word, as in the document.
+//! every class up to 16 KiB fits several blocks in one run. In Take 1 and Take 3 every
+//! run starts with 64 unused bytes (so their blocks lie at the same addresses, Take 1's
+//! own headers aside). Take 2 formats each 4 KiB page of a run as the document's
+//! "bucket page": a 16-byte header holding the class at the page's start, then blocks
+//! that never cross into the next page (the page's tail that no block fits is left
+//! unused); a block too big for a page after its header starts at a page's start + 16
+//! and takes whole pages (the document's large items, "`CPU_page_start+16`"). So
+//! `free` always finds the header at `pointer & !0xFFF`. Free blocks of a class form a
+//! list linked through their first word, as in the document.
 //!
 //! ```
 //! use handoff_alloc::takes::{Take1, Take3};
@@ -59,19 +64,23 @@ const RESERVED: usize = 64 << 30;
 const RUN_HEADER: usize = 64;
 /// Take 1's header before every block (the class, padded to the blocks' alignment).
 const BLOCK_HEADER: usize = 8;
+/// Take 2's page: the header it reads at `free` lies at the start of the block's page.
+pub const PAGE: usize = 4096;
+/// Take 2's header at the start of every page (the document's large-item header size).
+const PAGE_HEADER: usize = 16;
 
 /// Take 1: a header before every block holds its class; `free` reads it.
 pub const HEADER_PER_BLOCK: u8 = 1;
-/// Take 2: a header at the start of every run holds its class; `free` masks the
-/// pointer down to the run and reads it.
-pub const HEADER_PER_RUN: u8 = 2;
+/// Take 2: a header at the start of every 4 KiB page holds its class; `free` masks
+/// the pointer down to the page and reads it.
+pub const HEADER_PER_PAGE: u8 = 2;
 /// Take 3: `free` computes the class from the pointer's bits, reading nothing.
 pub const CLASS_IN_POINTER: u8 = 3;
 
 /// The document's Take 1 (header before every block), half-exponent classes.
 pub type Take1 = Single<HEADER_PER_BLOCK, false>;
-/// The document's Take 2 (a header per page; here per 64 KiB run), half-exponent classes.
-pub type Take2 = Single<HEADER_PER_RUN, false>;
+/// The document's Take 2 (a header per 4 KiB page), half-exponent classes.
+pub type Take2 = Single<HEADER_PER_PAGE, false>;
 /// The document's Take 3 (the class in the pointer's bits), half-exponent classes:
 /// 8, 16, 24, 32, 48, 64, ... 12288, 16384.
 pub type Take3 = Single<CLASS_IN_POINTER, false>;
@@ -79,7 +88,7 @@ pub type Take3 = Single<CLASS_IN_POINTER, false>;
 pub type Take3Pow2 = Single<CLASS_IN_POINTER, true>;
 
 /// A single-threaded size-class allocator; `LOOKUP` says how `free` finds the class
-/// ([`HEADER_PER_BLOCK`], [`HEADER_PER_RUN`] or [`CLASS_IN_POINTER`]), `POW2` whether
+/// ([`HEADER_PER_BLOCK`], [`HEADER_PER_PAGE`] or [`CLASS_IN_POINTER`]), `POW2` whether
 /// classes double at each step. See the [module](self) documentation.
 pub struct Single<const LOOKUP: u8, const POW2: bool> {
     base: *mut u8,
@@ -168,20 +177,14 @@ impl<const LOOKUP: u8, const POW2: bool> Single<LOOKUP, POW2> {
     #[cold]
     #[inline(never)]
     fn cut(&mut self, c: usize) -> *mut u8 {
+        if LOOKUP == HEADER_PER_PAGE {
+            return self.cut_paged(c);
+        }
         let stride = Self::stride(c);
         if self.end[c].addr() - self.cursor[c].addr() < stride {
-            let g = self.next_group[c];
-            let offset = g * GROUP + c * RUN;
-            if offset + RUN > RESERVED {
+            let Some(run) = self.new_run(c) else {
                 return ptr::null_mut();
-            }
-            self.next_group[c] = g + 1;
-            let run = self.base.wrapping_add(offset);
-            if LOOKUP == HEADER_PER_RUN {
-                // SAFETY: the run's first bytes, inside the committed reservation,
-                // hold no block.
-                unsafe { run.write(c as u8) };
-            }
+            };
             self.cursor[c] = run.wrapping_add(RUN_HEADER);
             self.end[c] = run.wrapping_add(RUN);
         }
@@ -196,6 +199,64 @@ impl<const LOOKUP: u8, const POW2: bool> Single<LOOKUP, POW2> {
         at
     }
 
+    /// The next run of class `c` (the class's run in the next group it has not used);
+    /// `None` when the reservation is used up.
+    fn new_run(&mut self, c: usize) -> Option<*mut u8> {
+        let g = self.next_group[c];
+        let offset = g * GROUP + c * RUN;
+        if offset + RUN > RESERVED {
+            return None;
+        }
+        self.next_group[c] = g + 1;
+        Some(self.base.wrapping_add(offset))
+    }
+
+    /// Take 2's cut: blocks packed into 4 KiB pages behind each page's header, never
+    /// across a page's end; a block too big for that starts at a page's start + 16 and
+    /// takes whole pages.
+    fn cut_paged(&mut self, c: usize) -> *mut u8 {
+        let size = Self::class_bytes(c);
+        // Whole pages for a big block; otherwise the page's own room.
+        let needs = if PAGE_HEADER + size > PAGE {
+            (PAGE_HEADER + size).div_ceil(PAGE) * PAGE
+        } else {
+            PAGE_HEADER + size
+        };
+        loop {
+            let at = self.cursor[c];
+            let in_page = at.addr() & (PAGE - 1);
+            let fits_page = in_page != 0 && in_page + size <= PAGE && needs <= PAGE;
+            if fits_page {
+                self.cursor[c] = at.wrapping_add(size);
+                return at;
+            }
+            // A fresh page: the next page start in the run, or a new run.
+            let next = if in_page == 0 {
+                at
+            } else {
+                at.wrapping_add(PAGE - in_page)
+            };
+            let page = if self.end[c].addr() >= next.addr() + needs && !self.end[c].is_null() {
+                next
+            } else {
+                let Some(run) = self.new_run(c) else {
+                    return ptr::null_mut();
+                };
+                self.end[c] = run.wrapping_add(RUN);
+                run
+            };
+            // SAFETY: the page's first bytes, inside the committed reservation, hold no
+            // block: its header.
+            unsafe { page.write(c as u8) };
+            let block = page.wrapping_add(PAGE_HEADER);
+            if needs > PAGE {
+                self.cursor[c] = page.wrapping_add(needs);
+                return block;
+            }
+            self.cursor[c] = block;
+        }
+    }
+
     /// The class of a block of this allocator, found the way the take finds it.
     ///
     /// # Safety
@@ -205,8 +266,8 @@ impl<const LOOKUP: u8, const POW2: bool> Single<LOOKUP, POW2> {
         match LOOKUP {
             // SAFETY: a block of Take 1 follows its header, written when it was cut.
             HEADER_PER_BLOCK => usize::from(unsafe { p.sub(BLOCK_HEADER).read() }),
-            // SAFETY: a block of Take 2 lies in a run whose first byte is its header.
-            HEADER_PER_RUN => usize::from(unsafe { p.map_addr(|a| a & !(RUN - 1)).read() }),
+            // SAFETY: a block of Take 2 starts in a page whose first byte is its header.
+            HEADER_PER_PAGE => usize::from(unsafe { p.map_addr(|a| a & !(PAGE - 1)).read() }),
             _ => (p.addr() >> RUN_SHIFT) & (SLOTS - 1),
         }
     }
@@ -306,7 +367,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "maps memory")]
     fn take2_round_trips() {
-        every_size_round_trips::<HEADER_PER_RUN, false>();
+        every_size_round_trips::<HEADER_PER_PAGE, false>();
     }
 
     #[test]
@@ -359,5 +420,36 @@ mod tests {
         let b: Vec<_> = (0..101).map(|_| t3.alloc(16)).collect();
         assert_eq!(span(&a), 100 * 24);
         assert_eq!(span(&b), 100 * 16);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "maps memory")]
+    fn take2_formats_4_kib_pages_as_the_document_does() {
+        let mut t2 = Take2::new().unwrap();
+        // 16-byte blocks: 255 behind each page's 16-byte header, then the next page.
+        let a: Vec<_> = (0..256).map(|_| t2.alloc(16)).collect();
+        assert_eq!(a[0].addr() & (PAGE - 1), PAGE_HEADER);
+        assert_eq!(a[254].addr() - a[0].addr(), 254 * 16);
+        assert_eq!(a[255].addr() & (PAGE - 1), PAGE_HEADER, "a fresh page");
+        for size in [
+            8, 24, 48, 100, 700, 1500, 2048, 3000, 4000, 4096, 9000, MAX_SIZE,
+        ] {
+            for _ in 0..20 {
+                let p = t2.alloc(size);
+                let at = p.addr() & (PAGE - 1);
+                let bytes = Take2::class_bytes(Take2::class(size));
+                if PAGE_HEADER + bytes > PAGE {
+                    assert_eq!(at, PAGE_HEADER, "a big block starts at page start + 16");
+                } else {
+                    assert!(
+                        at >= PAGE_HEADER && at + bytes <= PAGE,
+                        "size {size} at {at}"
+                    );
+                }
+                // SAFETY: the page's first byte is Take 2's header, written at the cut.
+                let header = unsafe { p.map_addr(|x| x & !(PAGE - 1)).read() };
+                assert_eq!(usize::from(header), Take2::class(size));
+            }
+        }
     }
 }

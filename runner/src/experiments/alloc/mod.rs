@@ -3,7 +3,7 @@
 //! handoff-alloc, glibc malloc, mimalloc, jemalloc, tcmalloc and Hoard (the last two
 //! preloaded into their child when their library is there, "unavailable" with how to
 //! get it when not), and on the document's own three designs (`handoff_alloc::takes`:
-//! a header per block, a header per run, the class in the pointer's bits; the last also
+//! a header per block, a header per 4 KiB page, the class in the pointer's bits; the last also
 //! with power-of-two classes). Each runs in its own child runner whose process
 //! allocator it is: time and ns per alloc/free pair, peak resident memory over peak
 //! requested bytes (the document's Figure 2), the main test again on 1, 2, ... threads

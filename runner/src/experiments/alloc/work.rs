@@ -42,7 +42,7 @@ pub enum Contender {
     Hoard,
     /// The document's Take 1: a header before every block (`handoff_alloc::takes`).
     Take1,
-    /// The document's Take 2: a header per run of blocks.
+    /// The document's Take 2: a header per 4 KiB page.
     Take2,
     /// The document's Take 3: the class in the pointer's bits, single-threaded.
     Take3,
@@ -106,7 +106,7 @@ impl Contender {
             Contender::Tcmalloc => "tcmalloc",
             Contender::Hoard => "hoard",
             Contender::Take1 => "take1-header-per-block",
-            Contender::Take2 => "take2-header-per-run",
+            Contender::Take2 => "take2-header-per-page",
             Contender::Take3 => "take3-class-in-pointer",
             Contender::Take3Pow2 => "take3-pow2-classes",
             Contender::Void => "no allocator",
