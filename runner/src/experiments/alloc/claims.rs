@@ -95,6 +95,45 @@ impl Outcome {
             .at("Test results, Figure 2")
             .untimed(),
         );
+        let leanest = others
+            .iter()
+            .filter(|&&c| c != Contender::Jemalloc)
+            .all(|&c| self.overhead(Contender::Jemalloc) <= self.overhead(c) * 1.005);
+        if others.contains(&Contender::Jemalloc) {
+            claims.push(
+                Claim::new(
+                    "jemalloc_leanest",
+                    "jemalloc is the leanest of the general allocators (the best overhead-wise)",
+                    "jemalloc the best overhead-wise",
+                    format!(
+                        "peak RSS / requested: {}",
+                        others
+                            .iter()
+                            .map(|&c| format!("{} {:.3}", c.name(), self.overhead(c)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    holds(
+                        leanest,
+                        "jemalloc's ratio at most every other general allocator's (within 0.5%)",
+                    ),
+                )
+                .at("Test results, Figure 2")
+                .untimed(),
+            );
+        } else {
+            claims.push(
+                Claim::new(
+                    "jemalloc_leanest",
+                    "jemalloc is the leanest of the general allocators (the best overhead-wise)",
+                    "jemalloc the best overhead-wise",
+                    "-",
+                    (Verdict::NotMeasured, "jemalloc did not run".into()),
+                )
+                .at("Test results, Figure 2")
+                .untimed(),
+            );
+        }
         claims.push(Claim::new(
             "project_target_single_thread",
             "project target: at least 1.3x faster than mimalloc and jemalloc, peak RSS at most 1.2x jemalloc's",

@@ -308,6 +308,31 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 )
                 .at("The bump-pointer that doesn't win"),
             );
+            let (ours, (vd, rd)) = placed::compare(
+                classes,
+                (an, a),
+                (fname, f),
+                0.5,
+                |x, y| ((x - y) - 32.0).abs() <= 32.0 * crate::lab::claims::NEAR,
+                "the arena's p50 less the freelist's within 25% of the document's 32 ns",
+            );
+            v.push(
+                Claim::new(
+                    "arena-32ns-slower",
+                    "At the median the arena sits 32 ns slower than the freelist (204 vs 172 ns)",
+                    "arena 204 ns, freelist 172 ns: +32 ns",
+                    ours,
+                    headline((
+                        match vd {
+                            Verdict::Holds => Verdict::Reproduced,
+                            Verdict::Fails => Verdict::Differs,
+                            other => other,
+                        },
+                        rd,
+                    )),
+                )
+                .at("Headline latency (CCDF): \"arena sits 32 ns slower at 204 ns\""),
+            );
             let rule = format!("the pool's p50 at or below malloc's, {step_text}");
             let (of, (vf, rf)) =
                 placed::compare(classes, (fname, f), (mn, m), 0.5, no_worse, &rule);

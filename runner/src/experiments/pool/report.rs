@@ -452,6 +452,31 @@ fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
         uncontended_claim(out),
         contended_claim(out, t),
         Claim::new(
+            "four-thread-figures",
+            "Under contention (4 threads): MUTEX 69.54, LOCKFREE 41.79 ns/op; malloc 31.75 and 23.80 in the two builds",
+            "MUTEX 69.54, LOCKFREE 41.79; malloc 31.75 / 23.80 ns/op (T=4)",
+            format!(
+                "{t} threads: locked {}, lock_free {}, malloc {} ns/op",
+                f(mutex_t),
+                f(lf_t),
+                f(malloc_t)
+            ),
+            if t >= DOC_THREADS {
+                all_near(&[
+                    ("locked", mutex_t, 69.54),
+                    ("lock_free", lf_t, 41.79),
+                    ("malloc (MUTEX build)", malloc_t, 31.75),
+                    ("malloc (LOCKFREE build)", malloc_t, 23.80),
+                ])
+            } else {
+                (
+                    Verdict::NotMeasurableHere,
+                    format!("the document's {DOC_THREADS} threads need {DOC_THREADS} cores; this process may use {t}, and {t} threads contend differently"),
+                )
+            },
+        )
+        .at("second table, MUTEX and LOCKFREE rows (T=4)"),
+        Claim::new(
             "single-head-loses-to-malloc",
             "Both single-head pools lose to malloc under contention (malloc / pool < 1)",
             "MUTEX 0.46x, LOCKFREE 0.57x",

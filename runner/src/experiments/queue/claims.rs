@@ -293,6 +293,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             ).at("project target beside the Headline section"));
         }
         v.extend(super::shapes::pdf(out, &at));
+        v.extend(super::shapes::moderate_load(out, &at));
     }
 
     if out.of(Mode::Sweep).next().is_some() {
@@ -368,6 +369,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             noise,
             saturation_point(&sweep(Variant::MutexCondvar)),
         ));
+        v.extend(super::shapes::sweep_more(out));
         let ring = sweep(Variant::CppRing);
         if let Some(top) = ring.last() {
             let cap = ring
@@ -418,6 +420,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
         }
         v.extend(super::shapes::throughput(out));
         v.extend(super::shapes::boost_peak(out));
+        v.extend(super::shapes::saturated_more(out));
     }
     v
 }
