@@ -446,6 +446,26 @@ fn patterns_runs_every_part_and_says_what_it_cannot_measure() {
     } else {
         assert!(["reproduced", "differs"].contains(&cache["verdict"].as_str().unwrap()));
     }
+    // The simulated count runs where valgrind is installed (CI installs it).
+    let sim = claims
+        .iter()
+        .find(|c| c["id"] == "cache-2.1x-simulated")
+        .unwrap();
+    if json["l1_misses_simulated"]["misses"].is_null() {
+        assert_eq!(sim["verdict"], "not measurable here");
+        assert!(sim["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no simulated count"));
+    } else {
+        assert!(["reproduced", "differs"].contains(&sim["verdict"].as_str().unwrap()));
+        assert_eq!(sim["timed"], false);
+        let (pool, malloc) = (
+            json["l1_misses_simulated"]["misses"][0].as_u64().unwrap(),
+            json["l1_misses_simulated"]["misses"][1].as_u64().unwrap(),
+        );
+        assert!(pool > 0 && malloc > 0, "{pool} {malloc}");
+    }
     let numa = claims.iter().find(|c| c["id"] == "numa-2.5x").unwrap();
     if json["numa"]["nodes"].as_array().unwrap().len() == 1 {
         assert_eq!(numa["verdict"], "not measurable here");

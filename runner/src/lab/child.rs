@@ -32,9 +32,31 @@ pub fn run_with_env(
     env: &[(&str, &std::ffi::OsStr)],
     input: &[u8],
 ) -> Result<Vec<u8>> {
+    run_wrapped(who, &[], task, allocator, env, input)
+}
+
+/// [`run_with_env`] with the child started by a wrapper program (`wrapper[0]`, its
+/// arguments after it, then the runner and the child's arguments): Valgrind's
+/// callgrind, for a simulated cache. An empty `wrapper` starts the runner itself.
+pub fn run_wrapped(
+    who: &str,
+    wrapper: &[std::ffi::OsString],
+    task: &str,
+    allocator: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+    input: &[u8],
+) -> Result<Vec<u8>> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::Run(format!("{who}: cannot find the runner binary: {e}")))?;
-    let mut child = std::process::Command::new(exe)
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = std::process::Command::new(program);
+            c.args(args).arg(exe);
+            c
+        }
+        None => std::process::Command::new(exe),
+    };
+    let mut child = command
         .arg(CHILD_ARG)
         .arg(task)
         .env(ALLOCATOR_ENV, allocator)

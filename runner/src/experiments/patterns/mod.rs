@@ -177,6 +177,9 @@ impl Experiment for Patterns {
         check()?;
         bar.set_message("L1 misses");
         let l1 = once::l1_misses(cfg, timer, cfg.cache_allocations)?;
+        check()?;
+        bar.set_message("L1 misses, simulated (callgrind)");
+        let l1_simulated = once::l1_simulated(timer, cfg.cache_allocations);
         bar.inc(1);
         bar.finish_and_clear();
         let mut outcome = report::Outcome::new(
@@ -193,6 +196,7 @@ impl Experiment for Patterns {
             lessons,
         );
         outcome.fragmentation = fragmentation;
+        outcome.l1_simulated = Some(l1_simulated);
         Ok(outcome)
     }
 }

@@ -63,6 +63,8 @@ pub struct Outcome {
     /// glibc's heap after the tick processing (`fragment`).
     pub(super) fragmentation: super::fragment::Fragmentation,
     pub(super) l1: L1Misses,
+    /// The same count on callgrind's simulated L1.
+    pub(super) l1_simulated: Option<super::once::SimulatedL1>,
     pub(super) read_cost_ns: f64,
     /// Kept runs' ms of lessons 8 and 6: (packed, padded) and (glibc, jemalloc).
     pub(super) lessons_ms: (Pairs, Pairs),
@@ -161,6 +163,7 @@ impl Outcome {
             numa,
             fragmentation: Default::default(),
             l1,
+            l1_simulated: None,
             read_cost_ns: (cost.start_ns + cost.end_ns) / 2.0,
             lessons_ms,
         }
@@ -382,6 +385,22 @@ fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
             why.as_deref().unwrap_or("-")
         ),
     };
+    if let Some(sim) = &o.l1_simulated {
+        let _ = match (sim.misses, &sim.unavailable) {
+            (Some((pool, malloc)), _) => writeln!(
+                s,
+                "simulated L1 (callgrind, {}): data read misses over {} allocations and releases: warm pool {pool}, malloc {malloc} ({:.2}x)",
+                sim.cache.as_deref().unwrap_or("its default cache"),
+                sim.allocations,
+                malloc as f64 / pool.max(1) as f64
+            ),
+            (None, why) => writeln!(
+                s,
+                "simulated L1 misses: not counted: {}",
+                why.as_deref().unwrap_or("-")
+            ),
+        };
+    }
     v.push(s);
 
     let mut s = String::new();
@@ -551,6 +570,7 @@ impl Report<Config> for Outcome {
         m.insert("numa".into(), json!(o.numa));
         m.insert("fragmentation".into(), json!(o.fragmentation));
         m.insert("l1_misses".into(), json!(o.l1));
+        m.insert("l1_misses_simulated".into(), json!(o.l1_simulated));
         let outliers: Map<String, Value> = o
             .outliers
             .iter()

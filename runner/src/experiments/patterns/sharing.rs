@@ -78,9 +78,71 @@ fn general_batches(timer: Timer, orders: u64) -> u64 {
     timer.now().saturating_sub(start)
 }
 
-/// What the child is asked: [`general_batches`] (timed) or the fragmentation workload.
+/// What the child is asked: [`general_batches`] (timed), the fragmentation workload,
+/// or one of the two passes of the simulated L1 count (run under callgrind).
 const JOB_BATCHES: u64 = 0;
 const JOB_FRAGMENTATION: u64 = 1;
+const JOB_L1_POOL: u64 = 2;
+const JOB_L1_BOX: u64 = 3;
+
+/// The functions whose cache events callgrind collects (`--toggle-collect`), by name.
+pub const L1_COUNTED: &str = "*l1_counted_*";
+
+/// `n` orders allocated from `pool` and released: the counted pass of the pool.
+#[inline(never)]
+fn l1_counted_pool<'p>(
+    pool: &'p handoff_pool::Pool<Order>,
+    held: &mut Vec<handoff_pool::PooledRaw<'p, Order>>,
+    n: u64,
+) {
+    for i in 0..n {
+        held.push(
+            pool.try_alloc_raw(Order::new(i))
+                .unwrap_or_else(|_| super::work::bug("full")),
+        );
+    }
+    for r in held.drain(..) {
+        let _ = pool.free(r);
+    }
+}
+
+/// `n` orders boxed and dropped: the counted pass of malloc (one heap block per order
+/// is the point, hence `Vec<Box<_>>`).
+#[inline(never)]
+#[allow(clippy::vec_box)]
+fn l1_counted_box(boxes: &mut Vec<Box<Order>>, n: u64) {
+    for i in 0..n {
+        boxes.push(Box::new(Order::new(i)));
+    }
+    black_box(&boxes);
+    boxes.clear();
+}
+
+/// One side of the simulated L1 count: a warm pass (not collected), then the counted
+/// one, as `once::l1_misses` does with the CPU's counters.
+fn l1_job(pool_side: bool, n: u64) {
+    if pool_side {
+        let pool =
+            handoff_pool::Pool::<Order>::new(handoff_pool::Capacity::Grow { first_block: 4096 })
+                .unwrap_or_else(|e| super::work::bug(e));
+        let mut held = Vec::with_capacity(n as usize);
+        // The warm pass: callgrind collects every call of the counted function, so
+        // this one is its own loop, outside it.
+        for i in 0..n {
+            held.push(
+                pool.try_alloc_raw(Order::new(i))
+                    .unwrap_or_else(|_| super::work::bug("full")),
+            );
+        }
+        for r in held.drain(..) {
+            let _ = pool.free(r);
+        }
+        l1_counted_pool(&pool, &mut held, n);
+    } else {
+        let mut boxes = Vec::with_capacity(n as usize);
+        l1_counted_box(&mut boxes, n);
+    }
+}
 
 /// The child's side: the job (8 bytes), a count (8 bytes: orders, or ticks), the
 /// timer's frequency bits (8 bytes) and its source (8 bytes: 0 the TSC, 1 monotonic);
@@ -108,6 +170,10 @@ pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
             Ok(general_batches(timer, count).to_le_bytes().to_vec())
         }
         JOB_FRAGMENTATION => Ok(fragment::tick_processing(count).to_bytes()),
+        JOB_L1_POOL | JOB_L1_BOX => {
+            l1_job(job == JOB_L1_POOL, count);
+            Ok(Vec::new())
+        }
         _ => Err(format!("patterns child: unknown job {job}")),
     }
 }
@@ -138,6 +204,26 @@ pub fn general(cfg: &Config, timer: Timer, allocator: &str) -> Result<u64> {
                 out.len()
             ))
         })
+}
+
+/// Runs one side of the simulated L1 count (the pool's when `pool_side`) in a child
+/// under `wrapper` (callgrind); glibc's malloc.
+pub fn l1_child(
+    wrapper: &[std::ffi::OsString],
+    pool_side: bool,
+    n: u64,
+    timer: Timer,
+) -> Result<()> {
+    let which = if pool_side { JOB_L1_POOL } else { JOB_L1_BOX };
+    child::run_wrapped(
+        "callgrind",
+        wrapper,
+        CHILD_TASK,
+        "system",
+        &[],
+        &job(which, n, timer),
+    )?;
+    Ok(())
 }
 
 /// The fragmentation workload (`fragment`) over `ticks` ticks in a child whose
