@@ -88,10 +88,10 @@ pub struct ReadCost {
     pub rdtscp_ns: f64,
     /// `Instant::now()`, for comparison.
     pub instant_ns: f64,
-    /// The clock's step: the median of the nonzero differences between back-to-back
-    /// [`Clock::start`] reads. Two stamps closer than this cannot be told apart. Where
-    /// the counter advances in steps (AMD EPYC guests have shown ~10 ns steps of the
-    /// TSC) it is the step; elsewhere it is about one read's cost. 0 where not measured.
+    /// The clock's step: the quantum the counter advances by, from back-to-back
+    /// [`Clock::start`] reads ([`quantum`]). Two stamps closer than this cannot be told
+    /// apart. AMD EPYC guests' TSC advances 10 ns at a time; a TSC that counts every
+    /// tick gives a fraction of a nanosecond. 0 where not measured.
     #[cfg_attr(feature = "serde", serde(default))]
     pub step_ns: f64,
 }
@@ -594,8 +594,12 @@ impl Clock {
         }
     }
 
-    /// The median nonzero difference between back-to-back [`start`](Self::start) reads
-    /// (100 000 of them), in ns.
+    /// The clock's quantum, in ns: the greatest common divisor of the nonzero
+    /// differences between back-to-back [`start`](Self::start) reads (100 000 of
+    /// them) that each make up at least 1% of the differences ([`quantum`]). An AMD
+    /// EPYC guest's TSC advances 26 ticks (10 ns) at a time, and back-to-back reads
+    /// differ by 26 or 52 ticks: the median of the differences read 10 ns in one run and
+    /// 20 ns in the next, and verdicts that compare against the step moved with it.
     fn step_ns(&self) -> f64 {
         const READS: usize = 100_000;
         let mut last = self.start();
@@ -607,11 +611,7 @@ impl Clock {
             }
             last = t;
         }
-        if steps.is_empty() {
-            return 0.0;
-        }
-        steps.sort_unstable();
-        self.ticks_to_ns_f64(steps[steps.len() / 2])
+        quantum(&mut steps).map_or(0.0, |q| self.ticks_to_ns_f64(q))
     }
 
     /// Median over 9 batches of the cost of one call of `read`, timed with this clock.
@@ -657,6 +657,43 @@ fn tsc_window(window: Duration) -> f64 {
     std::thread::sleep(window);
     let (t1, m1) = pair();
     (t1 - t0) / m1.duration_since(m0).as_secs_f64()
+}
+
+/// The quantum of a counter from the nonzero differences between back-to-back reads:
+/// the greatest common divisor of the differences that make up at least 1% of them
+/// (rarer ones, a read interrupted or a migration, are left out); the smallest
+/// difference where none is that common. `None` for no differences.
+///
+/// ```
+/// // A TSC that advances 26 ticks at a time, read every 26 or 52 ticks.
+/// let mut d: Vec<u64> = [26, 52, 52, 26, 52, 78].repeat(100);
+/// d.push(31); // one odd difference
+/// assert_eq!(handoff_clock::quantum(&mut d), Some(26));
+/// assert_eq!(handoff_clock::quantum(&mut []), None);
+/// ```
+pub fn quantum(diffs: &mut [u64]) -> Option<u64> {
+    diffs.sort_unstable();
+    let n = diffs.len();
+    let smallest = *diffs.first()?;
+    let mut g = 0u64;
+    let mut i = 0;
+    while i < n {
+        let v = diffs[i];
+        let run = diffs[i..].iter().take_while(|&&x| x == v).count();
+        if run * 100 >= n {
+            g = gcd(g, v);
+        }
+        i += run;
+    }
+    Some(if g == 0 { smallest } else { g })
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 #[cfg(test)]

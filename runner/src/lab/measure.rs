@@ -72,6 +72,9 @@ pub struct RunSummary {
     /// Receive stamps earlier than their send stamps (excluded; must be 0 with an
     /// invariant TSC).
     pub negative_latencies: u64,
+    /// Mean queue depth of this run by Little's law: the achieved send rate times the
+    /// mean latency (`None` without a send rate).
+    pub mean_depth: Option<f64>,
     /// Median latency of this run (ns).
     pub p50_ns: u64,
     /// 99th percentile of this run (ns).
@@ -411,6 +414,9 @@ impl Measured {
             off_core_stamps: acc.off_core,
             bad_items: acc.bad_items,
             negative_latencies: acc.negative,
+            mean_depth: achieved
+                .filter(|_| lat.count() > 0)
+                .map(|a| a * lat.mean() * 1e-9),
             p50_ns: lat.value_at_quantile(0.5),
             p99_ns: lat.value_at_quantile(0.99),
             p999_ns: lat.value_at_quantile(0.999),
