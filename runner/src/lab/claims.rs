@@ -153,6 +153,42 @@ pub fn near(ours: f64, doc: f64) -> (Verdict, String) {
     }
 }
 
+/// An absolute figure with its runs' own values: [`near`] on `ours` (the median, or
+/// the merged figure), *within noise* instead when fewer than two thirds of the runs
+/// ([`AGREE`]) fall on the same side of the ±[`NEAR`] band as it does.
+///
+/// ```
+/// use runner::lab::claims::{near_runs, Verdict};
+/// assert_eq!(near_runs(17.2, &[17.0, 17.2, 17.5], 14.7).0, Verdict::Reproduced);
+/// // The band ends at 18.4: runs on both sides of it.
+/// assert_eq!(near_runs(18.6, &[17.1, 18.6, 19.3, 17.9, 19.0], 14.7).0, Verdict::WithinNoise);
+/// ```
+pub fn near_runs(ours: f64, runs: &[f64], doc: f64) -> (Verdict, String) {
+    let (verdict, reason) = near(ours, doc);
+    if runs.is_empty() {
+        return (verdict, reason);
+    }
+    let inside = |x: f64| (x / doc - 1.0).abs() <= NEAR;
+    let agree = runs
+        .iter()
+        .filter(|&&x| inside(x) == (verdict == Verdict::Reproduced))
+        .count();
+    if (agree as f64) < AGREE * runs.len() as f64 - 1e-9 {
+        (
+            Verdict::WithinNoise,
+            format!(
+                "{reason}, but only {agree} of {} runs on that side of the band (within noise)",
+                runs.len()
+            ),
+        )
+    } else {
+        (
+            verdict,
+            format!("{reason}; {agree} of {} runs agree", runs.len()),
+        )
+    }
+}
+
 /// Several absolute figures: reproduced only if each is.
 pub fn all_near(pairs: &[(&str, f64, f64)]) -> (Verdict, String) {
     let parts: Vec<(Verdict, String)> = pairs.iter().map(|&(_, o, d)| near(o, d)).collect();

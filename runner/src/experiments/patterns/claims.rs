@@ -462,35 +462,16 @@ pub fn claims(o: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
     v
 }
 
-/// A relation between two contenders measured in alternated pairs: holds when every
-/// kept pair has `first` slower than `second`, fails when every pair has it the other
-/// way, and cannot be told when the pairs disagree.
+/// A relation between two contenders measured in alternated pairs (`first` slower
+/// than `second`), judged with the lab's one rule for ratios on repeats
+/// (`lab::claims::ratio_at_least` on each pair's first / second): holds or fails when
+/// the median and two thirds of the pairs agree, within noise otherwise.
 fn every_pair(pairs: &[(f64, f64)], rule: &str) -> (Verdict, String) {
-    let slower = pairs.iter().filter(|p| p.0 > p.1).count();
     if pairs.is_empty() {
-        (Verdict::NotMeasured, "no kept repeat".into())
-    } else if slower == pairs.len() {
-        holds(
-            true,
-            format!("{rule}, in every one of {} alternated pairs", pairs.len()),
-        )
-    } else if slower == 0 {
-        holds(
-            false,
-            format!(
-                "{rule}: the other way in every one of {} alternated pairs",
-                pairs.len()
-            ),
-        )
-    } else {
-        (
-            Verdict::NotMeasurableHere,
-            format!(
-                "{rule}: the alternated pairs disagree ({slower} of {} hold)",
-                pairs.len()
-            ),
-        )
+        return (Verdict::NotMeasured, "no kept repeat".into());
     }
+    let ratios: Vec<f64> = pairs.iter().map(|p| p.0 / p.1).collect();
+    crate::lab::claims::ratio_at_least(&ratios, 1.0, &format!("{rule}, alternated pairs"))
 }
 
 /// Lessons 8 and 6, and the memory section's overhead figures.

@@ -6,7 +6,7 @@
 
 use super::work::Variant;
 use super::{Cell, Config, Mode, Outcome};
-use crate::lab::claims::{all_hold, all_near, holds, near, ratio_at_least, Claim, Verdict};
+use crate::lab::claims::{all_hold, all_near, holds, near_runs, ratio_at_least, Claim, Verdict};
 use crate::lab::fmt::{ns as fmt_ns, rate as fmt_rate};
 use crate::lab::noise::Probes;
 use crate::lab::placed;
@@ -431,13 +431,29 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             (Variant::MutexCondvar, 5.7),
         ] {
             if let Some(ours) = t(x) {
+                let runs: Vec<f64> = out
+                    .find(Mode::Throughput, x)
+                    .map(|c| {
+                        c.runs
+                            .iter()
+                            .map(|r| r.throughput_items_per_s / 1e6)
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 v.push(
                     Claim::new(
                         "throughput",
                         format!("Saturated throughput of {}", x.name()),
                         format!("{doc} M/s"),
-                        format!("{:.1} M/s", ours / 1e6),
-                        near(ours / 1e6, doc),
+                        format!(
+                            "{:.1} M/s (runs {})",
+                            ours / 1e6,
+                            runs.iter()
+                                .map(|r| format!("{r:.1}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        near_runs(ours / 1e6, &runs, doc),
                     )
                     .at("Throughput"),
                 );
