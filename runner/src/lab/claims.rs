@@ -62,6 +62,13 @@ impl std::fmt::Display for Verdict {
 /// figure can carry over.
 pub const NEAR: f64 = 0.25;
 
+/// How far a median moves from one process to the next on the development VM, as a
+/// share of the figure: a figure or ratio closer than this to the line it is judged
+/// against is *within noise*. Measured on 2026-11-28 over five default `runner all`
+/// runs: the queue's saturated throughputs 17.2-19.3 M/s (cpp-ring) and 10.8-12.3 M/s
+/// (boost-spsc), handoff-alloc's time over jemalloc's 1.26-1.34x.
+pub const GUARD: f64 = 0.05;
+
 /// One claim of a document and our reading of it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Claim {
@@ -129,10 +136,22 @@ pub fn on_emulated_cpus(claims: Vec<Claim>) -> Vec<Claim> {
 /// use runner::lab::claims::{near, Verdict};
 /// assert_eq!(near(120.0, 132.0).0, Verdict::Reproduced);
 /// assert_eq!(near(60.0, 132.0).0, Verdict::Differs);
+/// // 26% off: within 5 points of the 25% line.
+/// assert_eq!(near(18.5, 14.7).0, Verdict::WithinNoise);
 /// ```
 pub fn near(ours: f64, doc: f64) -> (Verdict, String) {
     let off = ours / doc - 1.0;
-    if off.abs() <= NEAR {
+    if (off.abs() - NEAR).abs() < GUARD {
+        (
+            Verdict::WithinNoise,
+            format!(
+                "{:+.0}% from the document's figure, within {:.0} points of the ±{:.0}% line: closer than a median moves from one run to the next on this VM",
+                off * 100.0,
+                GUARD * 100.0,
+                NEAR * 100.0
+            ),
+        )
+    } else if off.abs() <= NEAR {
         (
             Verdict::Reproduced,
             format!(
@@ -155,7 +174,8 @@ pub fn near(ours: f64, doc: f64) -> (Verdict, String) {
 
 /// An absolute figure with its runs' own values: [`near`] on `ours` (the median, or
 /// the merged figure), *within noise* instead when fewer than two thirds of the runs
-/// ([`AGREE`]) fall on the same side of the ±[`NEAR`] band as it does.
+/// ([`AGREE`]) fall on the same side of the ±[`NEAR`] band as it does (and, as with
+/// [`near`], within [`GUARD`] of the band's edge).
 ///
 /// ```
 /// use runner::lab::claims::{near_runs, Verdict};
@@ -165,7 +185,7 @@ pub fn near(ours: f64, doc: f64) -> (Verdict, String) {
 /// ```
 pub fn near_runs(ours: f64, runs: &[f64], doc: f64) -> (Verdict, String) {
     let (verdict, reason) = near(ours, doc);
-    if runs.is_empty() {
+    if runs.is_empty() || verdict == Verdict::WithinNoise {
         return (verdict, reason);
     }
     let inside = |x: f64| (x / doc - 1.0).abs() <= NEAR;
@@ -194,8 +214,10 @@ pub fn all_near(pairs: &[(&str, f64, f64)]) -> (Verdict, String) {
     let parts: Vec<(Verdict, String)> = pairs.iter().map(|&(_, o, d)| near(o, d)).collect();
     let verdict = if parts.iter().all(|p| p.0 == Verdict::Reproduced) {
         Verdict::Reproduced
-    } else {
+    } else if parts.iter().any(|p| p.0 == Verdict::Differs) {
         Verdict::Differs
+    } else {
+        Verdict::WithinNoise
     };
     let reason = pairs
         .iter()
@@ -223,13 +245,17 @@ pub const AGREE: f64 = 2.0 / 3.0;
 /// repeat): *holds* when the median ratio is at least `k` and at least [`AGREE`] of the
 /// repeats are; *fails* when the median is below `k` and at least [`AGREE`] of the
 /// repeats are; otherwise *within noise*: the margin is smaller than the repeats'
-/// spread. No repeats: *not measured*. One rule for every ratio and order the runner
+/// spread; also *within noise* when the median lies within [`GUARD`] of `k` (a median
+/// moves that much from one process to the next here). No repeats: *not measured*.
+/// One rule for every ratio and order the runner
 /// judges on repeats (docs/methodology.md, "Ratios and orders").
 ///
 /// ```
 /// use runner::lab::claims::{ratio_at_least, Verdict};
 /// assert_eq!(ratio_at_least(&[1.6, 1.7, 1.4, 1.8, 1.55], 1.5, "a/b").0, Verdict::Holds);
-/// assert_eq!(ratio_at_least(&[1.49, 1.45, 1.51, 1.4, 1.3], 1.5, "a/b").0, Verdict::Fails);
+/// assert_eq!(ratio_at_least(&[1.3, 1.35, 1.51, 1.2, 1.25], 1.5, "a/b").0, Verdict::Fails);
+/// // Every repeat below, but the median within 5% of the line.
+/// assert_eq!(ratio_at_least(&[1.46, 1.45, 1.47, 1.44, 1.48], 1.5, "a/b").0, Verdict::WithinNoise);
 /// // 1.49x jemalloc in the median, 3 of 5 repeats below 1.5: within noise.
 /// assert_eq!(ratio_at_least(&[1.49, 1.47, 1.52, 1.45, 1.56], 1.5, "a/b").0, Verdict::WithinNoise);
 /// ```
@@ -247,7 +273,8 @@ pub fn ratio_at_least(ratios: &[f64], k: f64, rule: &str) -> (Verdict, String) {
     };
     let at_least = ratios.iter().filter(|&&r| r >= k).count();
     let agree = if median >= k { at_least } else { n - at_least };
-    let verdict = if (agree as f64) < AGREE * n as f64 - 1e-9 {
+    let close = (median / k - 1.0).abs() < GUARD;
+    let verdict = if (agree as f64) < AGREE * n as f64 - 1e-9 || close {
         Verdict::WithinNoise
     } else if median >= k {
         Verdict::Holds
@@ -259,7 +286,9 @@ pub fn ratio_at_least(ratios: &[f64], k: f64, rule: &str) -> (Verdict, String) {
         verdict,
         format!(
             "{rule}: median of the repeats' own ratios {median:.3} (range {range}), {at_least} of {n} repeats at or above {k}{}",
-            if verdict == Verdict::WithinNoise {
+            if close {
+                " (the median within 5% of the line: within noise)"
+            } else if verdict == Verdict::WithinNoise {
                 " (the repeats disagree: within noise)"
             } else {
                 ""

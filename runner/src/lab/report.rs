@@ -84,7 +84,7 @@ pub fn render(results: &[Value]) -> String {
     let mut s = String::from("# Reproduction report\n\n");
     let _ = writeln!(
         s,
-        "Generated from the results JSON in this folder (`runner report` writes it again, byte for byte). Every claim of the source documents that the runner judges, with the document's figure, this machine's, the verdict and its reason. Verdicts: *reproduced* / *differs* for an absolute figure within / beyond 25% of the document's; *holds* / *fails* for a relation; *within noise* for a relation whose margin is smaller than the run-to-run spread (the repeats' own ratios fall on both sides); *not measurable here* where this machine's noise or topology puts the claim out of reach; *not measured* where the run did not measure what the claim needs.\n"
+        "Generated from the results JSON in this folder (`runner report` writes it again, byte for byte). Every claim of the source documents that the runner judges, with the document's figure, this machine's, the verdict and its reason. Verdicts: *reproduced* / *differs* for an absolute figure within / beyond 25% of the document's; *holds* / *fails* for a relation; *within noise* where the margin is smaller than the run-to-run spread (the repeats' own ratios fall on both sides of the line, or the median or the figure lies within 5% of it); *not measurable here* where this machine's noise or topology puts the claim out of reach; *not measured* where the run did not measure what the claim needs.\n"
     );
     if let Some(first) = results.first() {
         machine(&mut s, &first["env"], &revisions(results));

@@ -20,11 +20,7 @@ fn outlier_claim(o: &Outcome, cfg: &Config) -> Claim {
             .find(|x| x.0 == w)
             .map_or(0.0, |x| x.1.per_million())
     };
-    let (locked, lf, mal) = (
-        rate(Shared::Locked),
-        rate(Shared::LockFree),
-        rate(Shared::Malloc),
-    );
+    let locked = rate(Shared::Locked);
     let ours = o
         .outliers
         .iter()
@@ -44,10 +40,40 @@ fn outlier_claim(o: &Outcome, cfg: &Config) -> Claim {
         format!("Locks caused 200 us+ outliers ({} threads here, every allocation and release timed)", cfg.threads),
         "200 us+ outliers with locks",
         ours,
-        holds(
-            locked > 0.0 && locked >= 2.0 * lf && locked >= 2.0 * mal,
-            "the locked pool has operations of 200 us or more, at least twice as often as the lock-free pool and as malloc (whose threads hold no lock: their outliers are the host's and the scheduler's)",
-        ),
+        {
+            // Counts, not rates: each side of "at least twice" is within counting noise
+            // (3 standard deviations of the two Poisson counts) or beyond it.
+            let count = |w: Shared| {
+                o.outliers
+                    .iter()
+                    .find(|x| x.0 == w)
+                    .map_or(0.0, |x| x.1.over_200us as f64)
+            };
+            let (cl, cf, cm) = (
+                count(Shared::Locked),
+                count(Shared::LockFree),
+                count(Shared::Malloc),
+            );
+            let side = |other: f64| {
+                let margin = cl - 2.0 * other;
+                let noise = 3.0 * (cl + 4.0 * other).sqrt();
+                if margin.abs() <= noise {
+                    None
+                } else {
+                    Some(margin > 0.0)
+                }
+            };
+            let rule = "the locked pool has operations of 200 us or more, at least twice as often as the lock-free pool and as malloc (whose threads hold no lock: their outliers are the host's and the scheduler's), each beyond counting noise (3 standard deviations of the counts)";
+            match (side(cf), side(cm)) {
+                _ if locked <= 0.0 => holds(false, rule),
+                (Some(false), _) | (_, Some(false)) => holds(false, rule),
+                (Some(true), Some(true)) => holds(true, rule),
+                _ => (
+                    Verdict::WithinNoise,
+                    format!("{rule}: a count is within counting noise of twice the other's"),
+                ),
+            }
+        },
     )
     .at("Lessons Learned 4 (\"Locks caused 200μs+ outliers\")")
 }
