@@ -615,8 +615,9 @@ fn alloc_reports_a_missing_library_unavailable_and_runs_the_rest() {
         "pow2_classes_overhead",
     ] {
         let c = claims.iter().find(|c| c["id"] == id).unwrap();
+        // One repeat: a median within 5% of the line is within noise.
         assert!(
-            ["holds", "fails"].contains(&c["verdict"].as_str().unwrap()),
+            ["holds", "fails", "within noise"].contains(&c["verdict"].as_str().unwrap()),
             "{id}: {c}"
         );
     }

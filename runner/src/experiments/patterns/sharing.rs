@@ -88,9 +88,9 @@ const JOB_L1_BOX: u64 = 3;
 /// The functions whose cache events callgrind collects (`--toggle-collect`), by name.
 pub const L1_COUNTED: &str = "*l1_counted_*";
 
-/// `n` orders allocated from `pool` and released: the counted pass of the pool.
-#[inline(never)]
-fn l1_counted_pool<'p>(
+/// `n` orders allocated from `pool` and released.
+#[inline(always)]
+fn pool_pass<'p>(
     pool: &'p handoff_pool::Pool<Order>,
     held: &mut Vec<handoff_pool::PooledRaw<'p, Order>>,
     n: u64,
@@ -104,6 +104,17 @@ fn l1_counted_pool<'p>(
     for r in held.drain(..) {
         let _ = pool.free(r);
     }
+}
+
+/// The counted pass of the pool: [`pool_pass`] in a function of its own, whose name
+/// callgrind's `--toggle-collect` matches.
+#[inline(never)]
+fn l1_counted_pool<'p>(
+    pool: &'p handoff_pool::Pool<Order>,
+    held: &mut Vec<handoff_pool::PooledRaw<'p, Order>>,
+    n: u64,
+) {
+    pool_pass(pool, held, n);
 }
 
 /// `n` orders boxed and dropped: the counted pass of malloc (one heap block per order
@@ -126,17 +137,8 @@ fn l1_job(pool_side: bool, n: u64) {
             handoff_pool::Pool::<Order>::new(handoff_pool::Capacity::Grow { first_block: 4096 })
                 .unwrap_or_else(|e| super::work::bug(e));
         let mut held = Vec::with_capacity(n as usize);
-        // The warm pass: callgrind collects every call of the counted function, so
-        // this one is its own loop, outside it.
-        for i in 0..n {
-            held.push(
-                pool.try_alloc_raw(Order::new(i))
-                    .unwrap_or_else(|_| super::work::bug("full")),
-            );
-        }
-        for r in held.drain(..) {
-            let _ = pool.free(r);
-        }
+        // The warm pass, inlined here, outside the counted function.
+        pool_pass(&pool, &mut held, n);
         l1_counted_pool(&pool, &mut held, n);
     } else {
         let mut boxes = Vec::with_capacity(n as usize);
