@@ -46,12 +46,21 @@ fn main() {
         rev.unwrap_or_else(|| "unknown (not built from a git checkout)".into())
     );
     // Rebuild the stamp when HEAD moves, a branch moves or the index changes (a
-    // commit, `git add`); never because of this script's own git calls.
+    // commit, `git add`); never because of this script's own git calls. And when the
+    // sources change: an edit that is not committed yet changes the code without
+    // touching git's files, and a stamp left from before it would name a clean
+    // revision for code that is not that revision (results of 2026-11-28 said
+    // 18ac27336225 for a build of the next commit's code).
     for p in [
         "../.git/HEAD",
         "../.git/index",
         "../.git/refs/heads",
         "../.git/packed-refs",
+        "src",
+        "../crates",
+        "../cpp-baseline",
+        "../src",
+        "../Cargo.toml",
     ] {
         if std::path::Path::new(p).exists() {
             println!("cargo:rerun-if-changed={p}");
