@@ -22,6 +22,22 @@ use std::fmt::Write as _;
 /// probed slices ran in it.
 pub const MIN_SHARE: f64 = 0.1;
 
+/// Whether two latencies `d` ns apart are within one step of the clock (`step` ns):
+/// closer than that they cannot be told apart. One step read as a latency difference
+/// can come out a nanosecond longer than the step (26 ticks are 10.015 ns here, and the
+/// latencies are whole nanoseconds), so anything under one and a half steps is one step.
+///
+/// ```
+/// use runner::lab::placed::within_step;
+/// // p50s of 86 and 75 ns on a 10.015 ns clock: one step apart, not told apart.
+/// assert!(within_step(86.0 - 75.0, 10.015));
+/// assert!(!within_step(95.0 - 75.0, 10.015));
+/// assert!(within_step(0.0, 0.0));
+/// ```
+pub fn within_step(d: f64, step: f64) -> bool {
+    d.abs() <= 1.5 * step
+}
+
 /// The placements of the two measured cores that one experiment's probes found.
 #[derive(Clone, Debug, Default)]
 pub struct Placements {

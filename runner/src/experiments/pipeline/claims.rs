@@ -14,7 +14,7 @@ use handoff_stats::Latency;
 /// The document's tie, two-sided: `x` within 5% of `y`, above or below, or within
 /// `step_ns`, the clock's step (two stamps closer than that cannot be told apart).
 fn tie(x: f64, y: f64, step_ns: f64) -> bool {
-    (x - y).abs() <= (0.05 * y).max(step_ns)
+    (x - y).abs() <= 0.05 * y || placed::within_step(x - y, step_ns)
 }
 
 fn p(c: &Cell, q: f64) -> f64 {
@@ -34,7 +34,7 @@ fn drop_in_gap(
     qs: &[f64],
     step: f64,
 ) -> (String, (Verdict, String)) {
-    let beyond = |x: f64, y: f64| x > y + (0.05 * y).max(step);
+    let beyond = |x: f64, y: f64| x > y && !tie(x, y, step);
     let names = qs
         .iter()
         .map(|&q| match q {
@@ -258,7 +258,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
         // "No worse" within the clock's step: two p50s closer than one step cannot be
         // told apart.
         let step = out.placements.step_ns;
-        let no_worse = move |x: f64, y: f64| x <= y + step;
+        let no_worse = move |x: f64, y: f64| x <= y || placed::within_step(x - y, step);
         let step_text = format!("within the clock's step ({})", fmt_ns(step));
         if let Some(a) = h(Variant::ArenaBatchHandoff) {
             let an = Variant::ArenaBatchHandoff.name();

@@ -362,7 +362,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
         // p50s are more than one step of the clock apart; closer, the placement cannot
         // tell.
         let step = out.placements.step_ns;
-        let lower = move |a: f64, b: f64| ((a - b).abs() > step).then_some(a < b);
+        let lower = move |a: f64, b: f64| (!placed::within_step(a - b, step)).then_some(a < b);
         let step_text = format!("more than the clock's step ({}) apart", fmt_ns(step));
         let cmp = |a: &Cell, b: &Cell, rule: &dyn Fn(f64, f64) -> Option<bool>, text: &str| {
             placed::compare_resolved(
