@@ -193,6 +193,19 @@ pub fn nearest(m: &Measured, classes: &Classes) -> Option<(String, Placed)> {
     Some((classes.list[k].label(), m.in_class(classes, k)?))
 }
 
+/// One contender's throughput (items/s, [`throughput`]) in the nearest placement
+/// holding at least [`MIN_SHARE`] of its slices (see [`common`]), with that
+/// placement's index in `classes` and its slices; `None` without placement data.
+pub fn nearest_throughput(
+    m: &Measured,
+    classes: &Classes,
+    freq_hz: f64,
+) -> Option<(usize, f64, usize)> {
+    let k = common(m, m, classes)?;
+    let p = m.in_class(classes, k)?;
+    Some((k, throughput(&p, freq_hz)?, p.slices))
+}
+
 /// A comparative latency claim judged within one placement: `rule(a, b)` on the
 /// `q` quantiles of contenders `a` and `b`, in the placement [`common`] picks. Returns
 /// what we measured (that placement's figures, every other placement's, and the merged

@@ -116,17 +116,6 @@ fn mean_below(c: &Cell, drop: f64) -> f64 {
     sum / n.max(1) as f64
 }
 
-/// A cell's throughput (items/s) over its slices in the nearest placement of the two
-/// cores holding at least [`placed::MIN_SHARE`] of them, with the placement's index and
-/// the slices; `None` without placement data.
-fn placed_throughput(out: &Outcome, c: &Cell) -> Option<(usize, f64, usize)> {
-    let classes = &out.placements.classes;
-    let k = placed::common(&c.measured, &c.measured, classes)?;
-    let pl = c.measured.in_class(classes, k)?;
-    let tp = placed::throughput(&pl, out.placements.freq_hz)?;
-    Some((k, tp, pl.slices))
-}
-
 /// The quantile at which the mutex tail is compared with the rings: p99, or lower
 /// where the host's stalls reach into the rings' top percent. A ring's items that
 /// waited 10 us or more behind consumer stalls (`stalled`, a share) are its slowest
@@ -558,7 +547,13 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 // runs the host placed so pulled the median from run to run.
                 let (here, verdict) = match out
                     .find(Mode::Throughput, x)
-                    .and_then(|c| placed_throughput(out, c))
+                    .and_then(|c| {
+                        placed::nearest_throughput(
+                            &c.measured,
+                            &out.placements.classes,
+                            out.placements.freq_hz,
+                        )
+                    })
                 {
                     Some((k, tp, slices)) => (
                         format!(

@@ -662,8 +662,8 @@ pub fn saturated_more(out: &Outcome) -> Vec<Claim> {
     // them near and 3.1 M/s with them ~490 ns apart, so a saturated run the host
     // placed far made any sweep point near it look like a peak.
     let rate = |c: &Cell| {
-        placed::nearest(&c.measured, &out.placements.classes)
-            .and_then(|(_, p)| placed::throughput(&p, out.placements.freq_hz))
+        placed::nearest_throughput(&c.measured, &out.placements.classes, out.placements.freq_hz)
+            .map(|(_, tp, _)| tp)
     };
     let steady = t(Variant::MutexCondvar).and_then(|c| rate(c).or_else(|| c.throughput()));
     let peak = out
