@@ -375,6 +375,38 @@ pub(crate) unsafe fn shrink(p: *mut u8, new_size: usize) {
     MAPPED_BYTES.fetch_sub(freed, Ordering::Relaxed);
 }
 
+/// Whether `p` can be a live block made by [`alloc`], for the C API's `free`, whose
+/// caller may pass any address: a large slot's start, or a block whose header reads
+/// as one of this module's mappings (the mapping's start and length page multiples,
+/// `p` inside it at least a header from its start). The header's page is probed with
+/// `mincore` first, so an address whose header would lie in no mapping is refused
+/// rather than read. A block the C library's `malloc` served ([`FROM_LIBC`]) is
+/// refused too: the C API never makes one (see `capi`).
+pub(crate) fn plausible(p: *mut u8) -> bool {
+    if crate::large::holds(p) {
+        return crate::large::is_slot(p);
+    }
+    if !p.addr().is_multiple_of(HEADER) || p.addr() < PAGE + HEADER {
+        return false;
+    }
+    let page = (p.addr() - HEADER) & !(PAGE - 1);
+    let mut resident = 0u8;
+    // SAFETY: `mincore` only writes one byte per page of the range to `resident`, and
+    // fails with ENOMEM when the page is not mapped.
+    if unsafe { libc::mincore(page as *mut libc::c_void, 1, &mut resident) } != 0 {
+        return false;
+    }
+    // SAFETY: the header's page is mapped (above); the two words lie in it, since `p`
+    // is 16-aligned.
+    let (len, start) = unsafe { mapping(p) };
+    let start = start.addr();
+    len & FROM_LIBC == 0
+        && len.is_multiple_of(PAGE)
+        && start.is_multiple_of(PAGE)
+        && p.addr().wrapping_sub(start) >= HEADER
+        && p.addr().wrapping_sub(start) < len
+}
+
 /// Frees a block made by [`alloc`]: cached if large and there is room, else unmapped.
 ///
 /// # Safety

@@ -72,8 +72,10 @@ fn push_local(p: *mut u8, layout: Layout) -> bool {
         .unwrap_or(false)
 }
 
+/// A block of class `c`: this thread's magazine, else the slow path; null when the
+/// arena cannot serve it.
 #[inline]
-fn alloc_small(c: usize) -> *mut u8 {
+pub(crate) fn alloc_small(c: usize) -> *mut u8 {
     let p = pop_local(c);
     if p.is_null() {
         heap::alloc_small_slow(c)

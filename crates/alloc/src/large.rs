@@ -179,6 +179,16 @@ pub(crate) fn holds(p: *mut u8) -> bool {
     locate(p).is_some()
 }
 
+/// Whether `p`, inside the range ([`holds`]), is where a slot starts: the only
+/// addresses of the range the allocator hands out. The C API's `free` checks it, since
+/// a C caller may pass any address.
+pub(crate) fn is_slot(p: *mut u8) -> bool {
+    match (locate(p), base()) {
+        (Some((i, k)), Some(b)) => k < capacity(i) && p == slot(b, i, k),
+        _ => false,
+    }
+}
+
 /// Slot `k` of class `i`.
 fn slot(base: *mut u8, i: usize, k: usize) -> *mut u8 {
     base.wrapping_add((i << PART_BITS) + k * class_size(i))

@@ -116,6 +116,8 @@
 pub mod arena_word;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod big;
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+pub mod capi;
 #[cfg(not(loom))]
 pub mod class;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
