@@ -8,6 +8,7 @@ pub mod alloc;
 pub mod patterns;
 pub mod pipeline;
 pub mod pool;
+pub mod programs;
 pub mod queue;
 
 use crate::lab::child::Task;
@@ -20,6 +21,7 @@ pub static REGISTRY: &[&dyn Entry] = &[
     &pool::Pool,
     &patterns::Patterns,
     &alloc::Alloc,
+    &programs::Programs,
 ];
 
 /// The tasks a child runner can run (`lab::child`): allocator contenders that need
