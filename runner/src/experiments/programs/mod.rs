@@ -33,7 +33,7 @@ pub struct ProgramsArgs {
     /// Size of every workload, as a multiple of the default's (0.01 to 100)
     #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = flags::num_value)]
     pub scale: f64,
-    /// The programs, comma-separated (redis, sqlite3, python3, lua) [default: all]
+    /// The programs, comma-separated (redis, sqlite3, python3, lua, alloc-test) [default: all]
     #[arg(long)]
     pub programs: Option<String>,
 }
@@ -59,7 +59,7 @@ impl Experiment for Programs {
     type Outcome = report::Outcome;
     const NAME: &'static str = "programs";
     const DOCUMENT: Document = crate::experiments::alloc::DOCUMENT;
-    const ABOUT: &'static str = "Real programs (redis, sqlite3, python3, lua) under every allocator by LD_PRELOAD: handoff-alloc, jemalloc, mimalloc, tcmalloc, the program's own";
+    const ABOUT: &'static str = "Real programs (redis, sqlite3, python3, lua, document 004's test in C++) under every allocator by LD_PRELOAD: handoff-alloc, jemalloc, mimalloc, tcmalloc, the program's own";
     const RUNS: &'static str = "5";
     const ROLES: &'static str =
         "none: the programs run unpinned, on every core this process may use";
@@ -138,18 +138,32 @@ impl Experiment for Programs {
                 (a, lib)
             })
             .collect();
+        let scratch = tempfile::tempdir()
+            .map_err(|e| Error::Run(format!("no scratch folder for the programs: {e}")))?;
         let programs: Vec<(
             Program,
             std::result::Result<Vec<std::path::PathBuf>, String>,
-        )> = cfg.programs.iter().map(|&p| (p, p.find())).collect();
+        )> = cfg
+            .programs
+            .iter()
+            .map(|&p| {
+                let exes = p.find();
+                // Document 004's test is compiled here, by the compiler found.
+                let exes = match (p, exes) {
+                    (Program::AllocTest, Ok(cxx)) => {
+                        work::compile_alloc_test(&cxx[0], scratch.path()).map(|e| vec![e])
+                    }
+                    (_, exes) => exes,
+                };
+                (p, exes)
+            })
+            .collect();
         let usable: Vec<(Alloc, Option<std::path::PathBuf>)> = allocs
             .iter()
             .filter_map(|(a, l)| l.as_ref().ok().map(|l| (*a, l.clone())))
             .collect();
         let runnable = programs.iter().filter(|(_, e)| e.is_ok()).count();
         let bar = session.progress((cfg.run.runs * runnable * usable.len()) as u64)?;
-        let scratch = tempfile::tempdir()
-            .map_err(|e| Error::Run(format!("no scratch folder for the programs: {e}")))?;
         let mut samples = report::Samples::new();
         for run in 0..cfg.run.runs {
             for (program, exes) in &programs {

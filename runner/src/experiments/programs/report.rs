@@ -153,6 +153,7 @@ fn ids(p: Program) -> [&'static str; 3] {
         Program::Sqlite => ["sqlite3-output", "sqlite3-time", "sqlite3-memory"],
         Program::Python => ["python3-output", "python3-time", "python3-memory"],
         Program::Lua => ["lua-output", "lua-time", "lua-memory"],
+        Program::AllocTest => ["alloc-test-output", "alloc-test-time", "alloc-test-memory"],
     }
 }
 
@@ -170,17 +171,17 @@ impl Report<Config> for Outcome {
         );
         let _ = writeln!(
             s,
-            "  {:<9} {:<14} {:>8} {:>8} {:>9}  output",
+            "  {:<10} {:<14} {:>8} {:>8} {:>9}  output",
             "program", "allocator", "wall s", "CPU s", "peak MiB"
         );
         for (p, why) in &self.programs {
             if let Some(why) = why {
-                let _ = writeln!(s, "  {:<9} unavailable: {why}", p.name());
+                let _ = writeln!(s, "  {:<10} unavailable: {why}", p.name());
                 continue;
             }
             for a in Alloc::ALL {
                 if let Err(why) = self.available(a) {
-                    let _ = writeln!(s, "  {:<9} {:<14} unavailable: {why}", p.name(), a.name());
+                    let _ = writeln!(s, "  {:<10} {:<14} unavailable: {why}", p.name(), a.name());
                     continue;
                 }
                 let c = self.cell(*p, a);
@@ -193,7 +194,7 @@ impl Report<Config> for Outcome {
                 };
                 let _ = writeln!(
                     s,
-                    "  {:<9} {:<14} {:>8.3} {:>8.3} {:>9}  {output}",
+                    "  {:<10} {:<14} {:>8.3} {:>8.3} {:>9}  {output}",
                     p.name(),
                     a.name(),
                     median_or_nan(c.wall.clone()),
@@ -201,6 +202,24 @@ impl Report<Config> for Outcome {
                     mib(median_or_nan(c.peak.clone())),
                 );
             }
+        }
+        if self.ran(Program::AllocTest) {
+            let per: Vec<String> = Alloc::ALL
+                .iter()
+                .filter(|&&a| self.available(a).is_ok())
+                .map(|&a| {
+                    let runs = self.samples.of(Program::AllocTest, a);
+                    let ns = runs
+                        .iter()
+                        .filter_map(|(_, s)| s.ok().and_then(|s| s.ns_per_replacement));
+                    format!("{} {:.1}", a.name(), median_or_nan(ns))
+                })
+                .collect();
+            let _ = writeln!(
+                s,
+                "  alloc-test's own timing of its replacements (document 004's loop in C++, operator new and delete), ns each, medians: {}",
+                per.join(", ")
+            );
         }
         let _ = writeln!(
             s,
@@ -368,6 +387,21 @@ impl Report<Config> for Outcome {
                     median_or_nan(c.peak.clone()),
                     c.peak.clone(),
                 );
+                if *p == Program::AllocTest {
+                    let ns: Vec<f64> = self
+                        .samples
+                        .of(*p, *a)
+                        .iter()
+                        .filter_map(|(_, s)| s.ok().and_then(|s| s.ns_per_replacement))
+                        .collect();
+                    v.figure(
+                        "ns_per_replacement",
+                        Unit::Ns,
+                        Better::Lower,
+                        median_or_nan(ns.clone()),
+                        ns,
+                    );
+                }
                 out.push(v);
             }
         }

@@ -167,15 +167,49 @@ pub enum Program {
     Python,
     /// lua5.4 on an allocation-heavy script: tables and strings.
     Lua,
+    /// Document 004's test as the document ran it, in C++ (cpp-baseline/cpp/
+    /// alloc_test.cpp, compiled here with the system's C++ compiler): the Rust port's
+    /// loop through `operator new` and `delete`.
+    AllocTest,
+}
+
+/// The C++ driver of document 004's test, compiled by [`compile_alloc_test`].
+const ALLOC_TEST_CPP: &str = include_str!("../../../../cpp-baseline/cpp/alloc_test.cpp");
+
+/// Compiles document 004's test in C++ into `dir` with `compiler`; the binary's path.
+pub fn compile_alloc_test(compiler: &Path, dir: &Path) -> std::result::Result<PathBuf, String> {
+    let src = dir.join("alloc_test.cpp");
+    let exe = dir.join("alloc_test");
+    std::fs::write(&src, ALLOC_TEST_CPP)
+        .map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+    let out = Command::new(compiler)
+        .args(["-O2", "-std=c++17", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("{} did not run: {e}", compiler.display()))?;
+    if out.status.success() {
+        Ok(exe)
+    } else {
+        Err(format!(
+            "{} could not compile document 004's test: {}",
+            compiler.display(),
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+        ))
+    }
 }
 
 impl Program {
     /// Every program, in the order of the tables.
-    pub const ALL: [Program; 4] = [
+    pub const ALL: [Program; 5] = [
         Program::Redis,
         Program::Sqlite,
         Program::Python,
         Program::Lua,
+        Program::AllocTest,
     ];
 
     /// The name in tables and results.
@@ -185,6 +219,7 @@ impl Program {
             Program::Sqlite => "sqlite3",
             Program::Python => "python3",
             Program::Lua => "lua",
+            Program::AllocTest => "alloc-test",
         }
     }
 
@@ -198,6 +233,7 @@ impl Program {
             Program::Sqlite => (&[&["sqlite3"]], "apt-get install sqlite3"),
             Program::Python => (&[&["python3"]], "apt-get install python3"),
             Program::Lua => (&[&["lua5.4", "lua5.3", "lua"]], "apt-get install lua5.4"),
+            Program::AllocTest => (&[&["c++", "g++", "clang++"]], "apt-get install g++"),
         }
     }
 
@@ -238,6 +274,10 @@ pub struct Sample {
     /// What the program printed that shows its work was right (compared across the
     /// allocators of one run).
     pub output: String,
+    /// Document 004's test in C++: its own timing of the replacements, nanoseconds
+    /// each.
+    #[serde(default)]
+    pub ns_per_replacement: Option<f64>,
 }
 
 /// Sizes of the workloads at `scale` (1 = the default).
@@ -329,6 +369,13 @@ pub fn run(
             with(&mut c);
             timed(c, None, "lua")
         }
+        Program::AllocTest => {
+            let mut c = Command::new(&exes[0]);
+            c.arg(sized(64 << 20, scale).to_string())
+                .arg(sized(10_000_000, scale).to_string());
+            with(&mut c);
+            timed(c, None, "alloc-test")
+        }
     }
 }
 
@@ -371,11 +418,15 @@ fn timed(mut c: Command, input: Option<&[u8]>, who: &str) -> Result<Sample> {
             String::from_utf8_lossy(&err).trim()
         )));
     }
+    let ns_per_replacement = String::from_utf8_lossy(&err)
+        .lines()
+        .find_map(|l| l.strip_prefix("ns_per_replacement ")?.trim().parse().ok());
     Ok(Sample {
         wall_s,
         cpu_s: usage.cpu_s,
         peak_bytes: usage.peak_bytes,
         output: String::from_utf8_lossy(&out).trim().to_string(),
+        ns_per_replacement,
     })
 }
 
@@ -544,6 +595,7 @@ fn redis(exes: &[PathBuf], preload: Option<&Path>, scale: f64, dir: &Path) -> Re
             },
             usage.status
         ),
+        ns_per_replacement: None,
     })
 }
 
