@@ -5,6 +5,7 @@
 set -euo pipefail
 out=$1
 runner=target/release/runner
+export HANDOFF_PRELOAD_LIB=$PWD/target/release/libhandoff_alloc.so
 echo "inside: $(nproc) CPUs; $(cat /sys/devices/system/node/online 2>/dev/null | sed 's/^/nodes /')"
 $runner all --smoke --out "$out/all"
 $runner queue --pin 4,5,6 --headline --runs 1 --items 5000 --noise-seconds 0.2 --out "$out/pin-4-5-6"

@@ -253,7 +253,7 @@ fn foreign(p: *mut u8, what: &str) -> ! {
 /// does), so a block of the arena is sized inline from its address alone: one load of
 /// the arena's word, its class from the offset's bits, and the block's start from the
 /// class (in a run of redis-benchmark under Callgrind, 82 instructions a call through
-/// [`find`] before, against mimalloc's 28).
+/// the general lookup before, against mimalloc's 28).
 ///
 /// # Safety
 /// `p` is null or a live block from this API.
