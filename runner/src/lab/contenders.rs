@@ -166,6 +166,42 @@ fn modified(p: &Path) -> Option<std::time::SystemTime> {
     std::fs::metadata(p).and_then(|m| m.modified()).ok()
 }
 
+/// The library `$var` names, else the first of `names` in `extra` or the system's
+/// library folders; `Err(how)` when there is none. For the contenders a child or a
+/// program runs with `LD_PRELOAD` (`runner alloc`'s tcmalloc and Hoard, `runner
+/// programs`' allocators).
+pub fn find_library(
+    var: &str,
+    names: &[&str],
+    extra: Option<PathBuf>,
+    how: &str,
+) -> std::result::Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os(var) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("{var}={} is not a file; {how}", p.display()))
+        };
+    }
+    let dirs = extra.into_iter().chain(
+        [
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib/aarch64-linux-gnu",
+            "/usr/lib64",
+            "/usr/lib",
+            "/usr/local/lib",
+        ]
+        .map(PathBuf::from),
+    );
+    let dirs: Vec<PathBuf> = dirs.collect();
+    names
+        .iter()
+        .flat_map(|n| dirs.iter().map(move |d| d.join(n)))
+        .find(|p| p.is_file())
+        .ok_or_else(|| how.to_string())
+}
+
 #[cfg(all(test, not(feature = "contenders")))]
 mod tests {
     use super::*;

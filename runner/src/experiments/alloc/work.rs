@@ -128,14 +128,14 @@ impl Contender {
     /// `None` for the others.
     pub fn preload(self) -> Option<std::result::Result<PathBuf, String>> {
         match self {
-            Contender::Tcmalloc => Some(find_library(
+            Contender::Tcmalloc => Some(crate::lab::contenders::find_library(
                 "HANDOFF_TCMALLOC_LIB",
                 &["libtcmalloc_minimal.so.4", "libtcmalloc.so.4"],
                 None,
                 "install gperftools' tcmalloc (Debian, Ubuntu: apt-get install \
                  libgoogle-perftools-dev) or set HANDOFF_TCMALLOC_LIB to a libtcmalloc .so",
             )),
-            Contender::Hoard => Some(find_library(
+            Contender::Hoard => Some(crate::lab::contenders::find_library(
                 "HANDOFF_HOARD_LIB",
                 &["libhoard.so"],
                 hoard_build_dir(),
@@ -153,40 +153,6 @@ impl Contender {
 pub fn hoard_build_dir() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     Some(exe.parent()?.parent()?.join("contenders"))
-}
-
-/// The library `$var` names, else the first of `names` in `extra` or the system's
-/// library folders; `Err(how)` when there is none.
-fn find_library(
-    var: &str,
-    names: &[&str],
-    extra: Option<PathBuf>,
-    how: &str,
-) -> std::result::Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os(var) {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!("{var}={} is not a file; {how}", p.display()))
-        };
-    }
-    let dirs = extra.into_iter().chain(
-        [
-            "/usr/lib/x86_64-linux-gnu",
-            "/usr/lib/aarch64-linux-gnu",
-            "/usr/lib64",
-            "/usr/lib",
-            "/usr/local/lib",
-        ]
-        .map(PathBuf::from),
-    );
-    let dirs: Vec<PathBuf> = dirs.collect();
-    names
-        .iter()
-        .flat_map(|n| dirs.iter().map(move |d| d.join(n)))
-        .find(|p| p.is_file())
-        .ok_or_else(|| how.to_string())
 }
 
 /// What a child is asked to do.

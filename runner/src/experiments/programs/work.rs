@@ -68,44 +68,8 @@ impl Alloc {
                 "apt-get install libgoogle-perftools4, or set HANDOFF_TCMALLOC_LIB to a libtcmalloc .so",
             ),
         };
-        Some(find_library(var, names, None, how))
+        Some(crate::lab::contenders::find_library(var, names, None, how))
     }
-}
-
-/// The folders a distribution keeps its shared libraries in.
-const LIB_DIRS: [&str; 5] = [
-    "/usr/lib/x86_64-linux-gnu",
-    "/usr/lib/aarch64-linux-gnu",
-    "/usr/lib64",
-    "/usr/lib",
-    "/usr/local/lib",
-];
-
-/// `var`'s path if set (and a file), else the first of `names` in `extra` or the
-/// distribution's folders; else `how`.
-fn find_library(
-    var: &str,
-    names: &[&str],
-    extra: Option<PathBuf>,
-    how: &str,
-) -> std::result::Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os(var) {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!("{var}={} is not a file; {how}", p.display()))
-        };
-    }
-    let dirs: Vec<PathBuf> = extra
-        .into_iter()
-        .chain(LIB_DIRS.map(PathBuf::from))
-        .collect();
-    names
-        .iter()
-        .flat_map(|n| dirs.iter().map(move |d| d.join(n)))
-        .find(|p| p.is_file())
-        .ok_or_else(|| how.to_string())
 }
 
 /// The command that builds libhandoff_alloc.so.
@@ -121,7 +85,7 @@ fn handoff_library() -> std::result::Result<PathBuf, String> {
          target/release/{NAME}"
     );
     if std::env::var_os("HANDOFF_PRELOAD_LIB").is_some() {
-        return find_library("HANDOFF_PRELOAD_LIB", &[NAME], None, &how);
+        return crate::lab::contenders::find_library("HANDOFF_PRELOAD_LIB", &[NAME], None, &how);
     }
     let exe = std::env::current_exe().map_err(|e| format!("no runner path ({e}); {how}"))?;
     let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -152,7 +116,7 @@ fn handoff_library() -> std::result::Result<PathBuf, String> {
             Err(e) => Err(format!("cannot run cargo ({e}); {how}")),
         };
     }
-    find_library("HANDOFF_PRELOAD_LIB", &[NAME], Some(dir), &how)
+    crate::lab::contenders::find_library("HANDOFF_PRELOAD_LIB", &[NAME], Some(dir), &how)
 }
 
 /// An unmodified program and its workload.
