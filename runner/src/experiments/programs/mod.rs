@@ -204,9 +204,18 @@ impl Experiment for Programs {
         }
         bar.finish_and_clear();
         Ok(report::Outcome::new(
+            // The results name each library by its file, not its path on this machine.
             allocs
                 .into_iter()
-                .map(|(a, l)| (a, l.map(|p| p.map(|p| p.display().to_string()))))
+                .map(|(a, l)| {
+                    let file = |p: std::path::PathBuf| {
+                        p.file_name().map_or_else(
+                            || p.display().to_string(),
+                            |n| n.to_string_lossy().into_owned(),
+                        )
+                    };
+                    (a, l.map(|p| p.map(file)))
+                })
                 .collect(),
             programs.into_iter().map(|(p, e)| (p, e.err())).collect(),
             samples,

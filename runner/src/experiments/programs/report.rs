@@ -64,7 +64,8 @@ impl Samples {
 
 /// What `runner programs` measured.
 pub struct Outcome {
-    /// Each allocator's library (`None`: the program as it is), or why it did not run.
+    /// Each allocator's library file (`None`: the program as it is), or why it did not
+    /// run.
     allocs: Vec<(Alloc, std::result::Result<Option<String>, String>)>,
     /// Each program, and why it did not run if it did not.
     programs: Vec<(Program, Option<String>)>,
