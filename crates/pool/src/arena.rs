@@ -229,7 +229,8 @@ impl<T> Allocator<T> {
     #[inline]
     pub fn try_alloc(&mut self, value: T) -> Result<ArenaBox<T>, Exhausted<T>> {
         if self.pos == self.end && !self.rotate() {
-            return Err(self.exhausted(value));
+            self.count_exhausted();
+            return Err(Exhausted(value));
         }
         let pos = self.pos;
         self.pos += 1;
@@ -281,11 +282,12 @@ impl<T> Allocator<T> {
         true
     }
 
+    /// Counts a refusal. The refused value stays out of this cold call: passing it
+    /// would make the hot path build every value in a stack copy first.
     #[cold]
     #[inline(never)]
-    fn exhausted(&mut self, value: T) -> Exhausted<T> {
+    fn count_exhausted(&mut self) {
         self.stats.exhausted += 1;
-        Exhausted(value)
     }
 
     /// Objects handed out so far.

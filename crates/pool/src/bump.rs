@@ -170,7 +170,10 @@ impl BumpArena {
     pub fn try_alloc_layout(&self, layout: Layout) -> Result<NonNull<u8>, Exhausted<Layout>> {
         match self.bump(layout) {
             Some(p) => Ok(p),
-            None => Err(self.exhausted(layout)),
+            None => {
+                self.count_exhausted();
+                Err(Exhausted(layout))
+            }
         }
     }
 
@@ -191,11 +194,12 @@ impl BumpArena {
         Some(unsafe { self.base.add(start) })
     }
 
+    /// Counts a refusal. The refused value stays out of this cold call: passing it
+    /// would make the hot path build every value in a stack copy first.
     #[cold]
     #[inline(never)]
-    fn exhausted<V>(&self, value: V) -> Exhausted<V> {
+    fn count_exhausted(&self) {
         self.exhausted.set(self.exhausted.get() + 1);
-        Exhausted(value)
     }
 
     /// Renamed [`try_alloc_layout`](Self::try_alloc_layout), which hands the layout
@@ -230,7 +234,10 @@ impl BumpArena {
                     Ok(&mut *p.as_ptr())
                 }
             }
-            None => Err(self.exhausted(value)),
+            None => {
+                self.count_exhausted();
+                Err(Exhausted(value))
+            }
         }
     }
 
@@ -255,7 +262,8 @@ impl BumpArena {
     #[allow(clippy::mut_from_ref)]
     pub fn try_alloc_with<T, F: FnOnce() -> T>(&self, f: F) -> Result<&mut T, Exhausted<F>> {
         let Some(p) = self.bump(Layout::new::<T>()) else {
-            return Err(self.exhausted(f));
+            self.count_exhausted();
+            return Err(Exhausted(f));
         };
         let p = p.cast::<T>();
         // SAFETY: as in `try_alloc`. If `f` panics, the room stays reserved and unused.
@@ -290,7 +298,8 @@ impl BumpArena {
     ) -> Result<&mut [T], Exhausted<F>> {
         let room = Layout::array::<T>(len).ok().and_then(|l| self.bump(l));
         let Some(p) = room else {
-            return Err(self.exhausted(f));
+            self.count_exhausted();
+            return Err(Exhausted(f));
         };
         let p = p.cast::<T>();
         for i in 0..len {

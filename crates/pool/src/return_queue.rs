@@ -249,7 +249,10 @@ impl<T> Allocator<T> {
             Some(slot) => slot,
             None => match self.drain() {
                 Some(slot) => slot,
-                None => return Err(self.exhausted(value)),
+                None => {
+                    self.count_exhausted();
+                    return Err(Exhausted(value));
+                }
             },
         };
         self.shared().touch(slot.0);
@@ -280,11 +283,12 @@ impl<T> Allocator<T> {
         self.free.pop()
     }
 
+    /// Counts a refusal. The refused value stays out of this cold call: passing it
+    /// would make the hot path build every value in a stack copy first.
     #[cold]
     #[inline(never)]
-    fn exhausted(&mut self, value: T) -> Exhausted<T> {
+    fn count_exhausted(&mut self) {
         self.stats.exhausted += 1;
-        Exhausted(value)
     }
 
     /// Slots on the local freelist now (not counting slots waiting in the return ring).

@@ -515,3 +515,37 @@ fn handles_cross_threads_only_for_thread_safe_policies() {
     // `Pool<_, SingleThreaded>`'s handles are not `Send`: see the compile_fail doc
     // test on `policy::SingleThreaded`.
 }
+
+/// A thread caches at most two magazines of free slots (the loaded magazine counts its
+/// top slot, kept apart from its buffer): with magazines of 4, releasing 16 slots on
+/// one thread leaves 8 with it and sends 8 to the depot in whole magazines, and the
+/// order of a thread's own releases and allocations stays a stack's.
+#[test]
+fn thread_cache_holds_two_magazines_and_is_a_stack() {
+    let pool = Pool::<u64, ThreadCached>::with_config(PoolConfig {
+        magazine: 4,
+        ..PoolConfig::new(Capacity::Fixed(16))
+    })
+    .unwrap();
+    let all: Vec<_> = (0..16).map(|i| pool.try_alloc_raw(i).unwrap()).collect();
+    assert!(pool.try_alloc(99).is_err());
+    let addrs: Vec<*const u64> = all.iter().map(|r| &**r as *const u64).collect();
+    for r in all {
+        pool.free(r).unwrap();
+    }
+    assert_eq!(pool.depot_magazines(), 2, "8 slots in two whole magazines");
+    // The last released comes back first, then the one before it.
+    let a = pool.try_alloc_raw(100).unwrap();
+    let b = pool.try_alloc_raw(101).unwrap();
+    assert_eq!(&*a as *const u64, addrs[15]);
+    assert_eq!(&*b as *const u64, addrs[14]);
+    pool.free(b).unwrap();
+    pool.free(a).unwrap();
+    pool.flush();
+    assert_eq!(pool.depot_magazines(), 4, "every slot in the depot");
+    // A `PooledRaw` that is dropped keeps its slot: all 16 are taken at once.
+    let back: HashSet<*const u64> = (0..16)
+        .map(|i| &*pool.try_alloc_raw(i).unwrap() as *const u64)
+        .collect();
+    assert_eq!(back.len(), 16, "no slot lost or handed out twice");
+}
