@@ -150,13 +150,13 @@ fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "malloc / pool, alloc+free (document 001's second table, with mimalloc beside glibc)"
+        "allocator / pool, alloc+free (document 001's second table, with mimalloc and handoff-alloc beside glibc)"
     );
-    let _ = writeln!(
-        t,
-        "  {:<36} {:>10} {:>10} {:>14} {:>10} {:>16}",
-        "policy", "pool", "malloc", "malloc / pool", "mimalloc", "mimalloc / pool"
-    );
+    let _ = write!(t, "  {:<36} {:>10}", "policy", "pool");
+    for a in Contender::ALLOCATORS {
+        let _ = write!(t, " {:>13} {:>8}", a.name(), "/ pool");
+    }
+    let _ = writeln!(t);
     for c in &Contender::ALL[..4] {
         let (scenario, th) = if *c == Contender::SingleThreaded {
             (Scenario::Interleaved, 1)
@@ -164,18 +164,17 @@ fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
             (Scenario::Concurrent, out.threads(*c))
         };
         let pool = out.ns(scenario, *c);
-        let malloc = out.ns(scenario, Contender::Malloc);
-        let mi = out.ns(scenario, Contender::Mimalloc);
-        let _ = writeln!(
+        let _ = write!(
             t,
-            "  {:<36} {:>10} {:>10} {:>13.2}x {:>10} {:>15.2}x",
+            "  {:<36} {:>10}",
             format!("{} ({}, T={th})", c.name(), c.doc_name()),
-            f(pool),
-            f(malloc),
-            malloc / pool,
-            f(mi),
-            mi / pool
+            f(pool)
         );
+        for a in Contender::ALLOCATORS {
+            let x = out.ns(scenario, a);
+            let _ = write!(t, " {:>13} {:>7.2}x", f(x), x / pool);
+        }
+        let _ = writeln!(t);
     }
     vec![s, t]
 }
@@ -512,7 +511,68 @@ fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
         )
         .at("conclusions: \"per-thread caches are the documented next step\" (project target)"),
     ]);
+    v.extend(best_allocator_claims(out));
     v
+}
+
+/// Project targets the document does not set: the pools against the best general
+/// allocators, each a `Box` on it in a child process, on the runs' own ratios.
+fn best_allocator_claims(out: &Outcome) -> Vec<Claim> {
+    use Contender::*;
+    use Scenario::*;
+    let times = |target: f64| {
+        if target == 1.0 {
+            "at least as fast as".to_string()
+        } else {
+            format!("at least {target}x as fast as")
+        }
+    };
+    let none = out.ns(Interleaved, SingleThreaded);
+    let tc = out.ns(Concurrent, ThreadCached);
+    let one = |id: &'static str, other: Contender, target: f64| {
+        let x = out.ns(Interleaved, other);
+        Claim::new(
+            id,
+            format!(
+                "NONE is {} a Box on {} (interleaved, one thread); project target",
+                times(target),
+                other.doc_name()
+            ),
+            "not measured (the document's malloc is the C library's)",
+            format!("{:.2}x ({} vs {} ns)", x / none, f(none), f(x)),
+            ratio_at_least(
+                &out.paired(Interleaved, other, SingleThreaded, false),
+                target,
+                &format!("{} / single_threaded", other.name()),
+            ),
+        )
+        .at("second table, NONE row, beside the best general allocators (project target)")
+    };
+    let many = |id: &'static str, other: Contender, target: f64| {
+        let x = out.ns(Concurrent, other);
+        Claim::new(
+            id,
+            format!(
+                "Per-thread caches are {} a Box on {} under contention; project target",
+                times(target),
+                other.doc_name()
+            ),
+            "not measured (deferred to ADR-0020 §4)",
+            format!("{:.2}x ({} vs {} ns/op)", x / tc, f(tc), f(x)),
+            ratio_at_least(
+                &out.paired(Concurrent, other, ThreadCached, false),
+                target,
+                &format!("{} / thread_cached, concurrent", other.name()),
+            ),
+        )
+        .at("second table, per-thread caches, beside the best general allocators (project target)")
+    };
+    vec![
+        one("none-vs-mimalloc", Mimalloc, 2.0),
+        one("none-vs-handoff-alloc", HandoffAlloc, 1.0),
+        many("thread-cached-vs-mimalloc", Mimalloc, 1.5),
+        many("thread-cached-vs-handoff-alloc", HandoffAlloc, 1.0),
+    ]
 }
 
 /// Every contender with its median ns per operation in each scenario (and its kept
@@ -564,6 +624,10 @@ impl Report<Config> for Outcome {
             ratios.insert(
                 format!("mimalloc_over_{}", c.name()),
                 json!(self.ns(scenario, Contender::Mimalloc) / self.ns(scenario, *c)),
+            );
+            ratios.insert(
+                format!("handoff_alloc_over_{}", c.name()),
+                json!(self.ns(scenario, Contender::HandoffAlloc) / self.ns(scenario, *c)),
             );
         }
         let samples: Vec<Value> = self
@@ -696,5 +760,78 @@ mod tests {
             (Malloc, [70.0; 5], [20.0; 5]),
         ]);
         assert_eq!(order(&out).verdict, Verdict::WithinNoise);
+    }
+
+    /// Cells of one scenario with five repeats each: (contender, ns per repeat).
+    fn cells(scenario: Scenario, rows: &[(Contender, [f64; 5])]) -> (Vec<Cell>, Vec<Vec<Sample>>) {
+        let cells = rows
+            .iter()
+            .map(|&(contender, _)| Cell {
+                scenario,
+                contender,
+                threads: if scenario == Scenario::Concurrent {
+                    2
+                } else {
+                    1
+                },
+            })
+            .collect();
+        let samples = rows
+            .iter()
+            .map(|(_, v)| {
+                v.iter()
+                    .map(|&ns| Sample {
+                        ns,
+                        free_ns: None,
+                        contended_per_op: None,
+                        around_ns: None,
+                    })
+                    .collect()
+            })
+            .collect();
+        (cells, samples)
+    }
+
+    #[test]
+    fn the_best_allocator_targets_are_judged_on_the_repeats_ratios() {
+        use Contender::*;
+        let verdicts = |none: [f64; 5], tc: [f64; 5]| {
+            let (mut c, mut s) = cells(
+                Scenario::Interleaved,
+                &[
+                    (SingleThreaded, none),
+                    (Mimalloc, [5.0; 5]),
+                    (HandoffAlloc, [3.0; 5]),
+                ],
+            );
+            let (c2, s2) = cells(
+                Scenario::Concurrent,
+                &[
+                    (ThreadCached, tc),
+                    (Mimalloc, [3.0; 5]),
+                    (HandoffAlloc, [1.5; 5]),
+                ],
+            );
+            c.extend(c2);
+            s.extend(s2);
+            let out = Outcome::new(c, s, Classes::default(), 0);
+            best_allocator_claims(&out)
+                .into_iter()
+                .map(|c| (c.id, c.verdict))
+                .collect::<Vec<_>>()
+        };
+        // NONE 2.0 ns: 2.5x mimalloc's 5.0, 1.5x handoff-alloc's 3.0; thread_cached 1.2 ns:
+        // 2.5x mimalloc's 3.0, 1.25x handoff-alloc's 1.5.
+        for (_, v) in verdicts([2.0; 5], [1.2; 5]) {
+            assert_eq!(v, Verdict::Holds);
+        }
+        // NONE 3.5 ns: 1.43x mimalloc's (below 2x), slower than handoff-alloc;
+        // thread_cached 2.5 ns: 1.2x mimalloc's (below 1.5x), slower than handoff-alloc.
+        for (_, v) in verdicts([3.5; 5], [2.5; 5]) {
+            assert_eq!(v, Verdict::Fails);
+        }
+        // Repeats on both sides of the target: within noise, never a verdict.
+        let v = verdicts([2.0, 3.0, 2.0, 3.0, 2.6], [1.2; 5]);
+        assert_eq!(v[0], ("none-vs-mimalloc", Verdict::WithinNoise));
     }
 }

@@ -51,18 +51,39 @@ pub enum Contender {
     /// `Box` on mimalloc: the malloc loops in a child runner whose allocator is
     /// mimalloc (`lab::child`).
     Mimalloc,
+    /// `Box` on handoff-alloc: the malloc loops in a child runner whose allocator is
+    /// handoff-alloc.
+    HandoffAlloc,
 }
 
 impl Contender {
     /// Every contender, in table order.
-    pub const ALL: [Contender; 6] = [
+    pub const ALL: [Contender; 7] = [
         Contender::SingleThreaded,
         Contender::Locked,
         Contender::LockFree,
         Contender::ThreadCached,
         Contender::Malloc,
         Contender::Mimalloc,
+        Contender::HandoffAlloc,
     ];
+
+    /// The general allocators, each a `Box` on it: glibc, mimalloc, handoff-alloc.
+    pub const ALLOCATORS: [Contender; 3] = [
+        Contender::Malloc,
+        Contender::Mimalloc,
+        Contender::HandoffAlloc,
+    ];
+
+    /// The child process allocator (`lab::child`) a `Box` contender other than glibc
+    /// runs under, and `None` for the rest.
+    fn child_allocator(self) -> Option<&'static str> {
+        match self {
+            Contender::Mimalloc => Some("mimalloc"),
+            Contender::HandoffAlloc => Some("handoff"),
+            _ => None,
+        }
+    }
 
     /// Our name.
     pub fn name(self) -> &'static str {
@@ -73,6 +94,7 @@ impl Contender {
             Contender::ThreadCached => "thread_cached",
             Contender::Malloc => "malloc",
             Contender::Mimalloc => "mimalloc",
+            Contender::HandoffAlloc => "handoff_alloc",
         }
     }
 
@@ -85,6 +107,7 @@ impl Contender {
             Contender::ThreadCached => "deferred",
             Contender::Malloc => "malloc",
             Contender::Mimalloc => "mimalloc",
+            Contender::HandoffAlloc => "handoff-alloc",
         }
     }
 }
@@ -181,7 +204,7 @@ fn exhausted() -> ! {
     panic!("the pool ran out of slots: it is sized for the loop, so this is a bug")
 }
 
-/// What the mimalloc child needs to run one repeat of a cell.
+/// What the allocator's child needs to run one repeat of a cell.
 #[derive(Serialize, Deserialize)]
 struct ChildSpec {
     cell: Cell,
@@ -189,11 +212,11 @@ struct ChildSpec {
     timer: Timer,
 }
 
-/// The child task that runs the malloc loops under mimalloc.
+/// The child task that runs the malloc loops under mimalloc or handoff-alloc.
 pub const CHILD_TASK: &str = "pool";
 
 /// The child's side: one repeat of the cell's malloc loops with this process's
-/// allocator (mimalloc), the sample back as JSON.
+/// allocator (mimalloc or handoff-alloc), the sample back as JSON.
 pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
     let spec: ChildSpec = serde_json::from_slice(input).map_err(|e| format!("bad spec: {e}"))?;
     let cell = Cell {
@@ -206,16 +229,17 @@ pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
 
 /// Runs one repeat of `cell`.
 pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
-    if cell.contender == Contender::Mimalloc {
+    if let Some(allocator) = cell.contender.child_allocator() {
         let spec = ChildSpec {
             cell: cell.clone(),
             cfg: cfg.clone(),
             timer,
         };
         let json = serde_json::to_vec(&spec).map_err(|e| Error::Run(e.to_string()))?;
-        let out = crate::lab::child::run("mimalloc", CHILD_TASK, "mimalloc", &json)?;
+        let who = cell.contender.doc_name();
+        let out = crate::lab::child::run(who, CHILD_TASK, allocator, &json)?;
         return serde_json::from_slice(&out)
-            .map_err(|e| Error::Run(format!("mimalloc: the child's sample: {e}")));
+            .map_err(|e| Error::Run(format!("{who}: the child's sample: {e}")));
     }
     let n = cfg.items;
     let cpu = cfg.placement.first();
@@ -227,7 +251,9 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
                 Contender::Locked => bulk::<Locked>(timer, n),
                 Contender::LockFree => bulk::<LockFree>(timer, n),
                 Contender::ThreadCached => bulk::<ThreadCached>(timer, n),
-                Contender::Malloc | Contender::Mimalloc => bulk_malloc(timer, n),
+                Contender::Malloc | Contender::Mimalloc | Contender::HandoffAlloc => {
+                    bulk_malloc(timer, n)
+                }
             })?;
             Ok(Sample {
                 ns: to_ns(a, n),
@@ -242,7 +268,9 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
                 Contender::Locked => interleaved::<Locked>(timer, n),
                 Contender::LockFree => interleaved::<LockFree>(timer, n),
                 Contender::ThreadCached => interleaved::<ThreadCached>(timer, n),
-                Contender::Malloc | Contender::Mimalloc => interleaved_malloc(timer, n),
+                Contender::Malloc | Contender::Mimalloc | Contender::HandoffAlloc => {
+                    interleaved_malloc(timer, n)
+                }
             })?;
             Ok(Sample {
                 ns: to_ns(t, n),
@@ -270,7 +298,7 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
                     (w, Some(c.failed_swaps))
                 }
                 Contender::ThreadCached => (concurrent::<ThreadCached>(timer, pins, t, n)?.0, None),
-                Contender::Malloc | Contender::Mimalloc => {
+                Contender::Malloc | Contender::Mimalloc | Contender::HandoffAlloc => {
                     (concurrent_malloc(timer, pins, t, n)?, None)
                 }
             };
