@@ -527,51 +527,52 @@ fn best_allocator_claims(out: &Outcome) -> Vec<Claim> {
             format!("at least {target}x as fast as")
         }
     };
-    let none = out.ns(Interleaved, SingleThreaded);
-    let tc = out.ns(Concurrent, ThreadCached);
-    let one = |id: &'static str, other: Contender, target: f64| {
-        let x = out.ns(Interleaved, other);
+    // (the pool, its scenario, how the claim names it and the scenario, where the claim
+    // stands, what the document has)
+    let none = (
+        SingleThreaded,
+        Interleaved,
+        "NONE is",
+        "(interleaved, one thread)",
+        "second table, NONE row, beside the best general allocators (project target)",
+        "not measured (the document's malloc is the C library's)",
+    );
+    let cached = (
+        ThreadCached,
+        Concurrent,
+        "Per-thread caches are",
+        "under contention",
+        "second table, per-thread caches, beside the best general allocators (project target)",
+        "not measured (deferred to ADR-0020 §4)",
+    );
+    let claim = |id: &'static str,
+                 of: (Contender, Scenario, &str, &str, &'static str, &str),
+                 other: Contender,
+                 target: f64| {
+        let (pool, scenario, who, when, row, document) = of;
+        let (p, x) = (out.ns(scenario, pool), out.ns(scenario, other));
         Claim::new(
             id,
             format!(
-                "NONE is {} a Box on {} (interleaved, one thread); project target",
+                "{who} {} a Box on {} {when}; project target",
                 times(target),
                 other.doc_name()
             ),
-            "not measured (the document's malloc is the C library's)",
-            format!("{:.2}x ({} vs {} ns)", x / none, f(none), f(x)),
+            document,
+            format!("{:.2}x ({} vs {} ns/op)", x / p, f(p), f(x)),
             ratio_at_least(
-                &out.paired(Interleaved, other, SingleThreaded, false),
+                &out.paired(scenario, other, pool, false),
                 target,
-                &format!("{} / single_threaded", other.name()),
+                &format!("{} / {}, {}", other.name(), pool.name(), scenario.name()),
             ),
         )
-        .at("second table, NONE row, beside the best general allocators (project target)")
-    };
-    let many = |id: &'static str, other: Contender, target: f64| {
-        let x = out.ns(Concurrent, other);
-        Claim::new(
-            id,
-            format!(
-                "Per-thread caches are {} a Box on {} under contention; project target",
-                times(target),
-                other.doc_name()
-            ),
-            "not measured (deferred to ADR-0020 §4)",
-            format!("{:.2}x ({} vs {} ns/op)", x / tc, f(tc), f(x)),
-            ratio_at_least(
-                &out.paired(Concurrent, other, ThreadCached, false),
-                target,
-                &format!("{} / thread_cached, concurrent", other.name()),
-            ),
-        )
-        .at("second table, per-thread caches, beside the best general allocators (project target)")
+        .at(row)
     };
     vec![
-        one("none-vs-mimalloc", Mimalloc, 2.0),
-        one("none-vs-handoff-alloc", HandoffAlloc, 1.0),
-        many("thread-cached-vs-mimalloc", Mimalloc, 1.5),
-        many("thread-cached-vs-handoff-alloc", HandoffAlloc, 1.0),
+        claim("none-vs-mimalloc", none, Mimalloc, 2.0),
+        claim("none-vs-handoff-alloc", none, HandoffAlloc, 1.0),
+        claim("thread-cached-vs-mimalloc", cached, Mimalloc, 1.5),
+        claim("thread-cached-vs-handoff-alloc", cached, HandoffAlloc, 1.0),
     ]
 }
 
