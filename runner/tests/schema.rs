@@ -141,7 +141,28 @@ fn pool_results_keep_the_schema() {
     let v = results("pool", &["--items", "2000", "--runs", "3"]);
     runner::lab::schema::check(&v).unwrap();
     let variants = v["variants"].as_array().unwrap();
-    assert_eq!(variants.len(), 6);
+    let names: Vec<&str> = variants
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "single_threaded",
+            "locked",
+            "lock_free",
+            "thread_cached",
+            "malloc",
+            "mimalloc",
+            "handoff_alloc"
+        ]
+    );
+    for ratio in [
+        "mimalloc_over_single_threaded",
+        "handoff_alloc_over_thread_cached",
+    ] {
+        assert!(v["ratios"][ratio].as_f64().unwrap() > 0.0, "{ratio}");
+    }
     for var in variants {
         for scenario in ["bulk_alloc", "bulk_free", "interleaved", "concurrent"] {
             let f = &var["figures"][scenario];
