@@ -245,10 +245,11 @@ mod tests {
         let layouts: Vec<Layout> = (0..NUM_CLASSES)
             .map(|c| Layout::from_size_align(class_size(c), 8).unwrap())
             .collect();
-        // A block of every class through the allocator: the first binds a heap.
-        // SAFETY: valid layouts of non-zero size.
-        let blocks: Vec<*mut u8> = layouts.iter().map(|&l| unsafe { a.alloc(l) }).collect();
-        assert!(blocks.iter().all(|p| !p.is_null()));
+        // A block through the allocator binds this thread to a heap.
+        let first = Layout::from_size_align(8, 8).unwrap();
+        // SAFETY: a valid layout of non-zero size.
+        let bound = unsafe { a.alloc(first) };
+        assert!(!bound.is_null());
         // The arena's shape: full here, unless the system refused it.
         let geo = heap::geometry();
         let (span, bits) = (geo.span(), geo.region_bits);
@@ -256,6 +257,32 @@ mod tests {
         let base = LOCAL.with(|l| l.base.get());
         let big_hint = Layout::from_size_align(TABLE_MAX + 1, 8).unwrap();
         assert_eq!(base % span, 0, "the heap's span is aligned to its size");
+        let (own, _) = heap::decode(base as *mut u8).expect("this heap lies in the arena");
+        // A block of every class of this heap's own. An allocation may first hand out
+        // blocks borrowed from a heap whose thread exited (other tests of this binary
+        // leave such heaps with free blocks): each of those must still be of the
+        // class asked for, in another heap's region; they are kept aside while this
+        // heap's own block is sought, and freed at the end.
+        let mut borrowed = Vec::new();
+        let blocks: Vec<*mut u8> = layouts
+            .iter()
+            .enumerate()
+            .map(|(c, &l)| loop {
+                // SAFETY: a valid layout of non-zero size.
+                let p = unsafe { a.alloc(l) };
+                assert!(!p.is_null());
+                let (h, class) = heap::decode(p).expect("a class's block lies in the arena");
+                assert_eq!(class, c, "the block of a {} byte request", l.size());
+                if h == own {
+                    break p;
+                }
+                borrowed.push((p, l));
+                assert!(
+                    borrowed.len() < 1 << 20,
+                    "class {c}: never this heap's block"
+                );
+            })
+            .collect();
         for (c, (&p, &l)) in blocks.iter().zip(&layouts).enumerate() {
             assert_eq!((p.addr() - base) >> bits, c, "class {c}");
             assert_eq!(
@@ -327,7 +354,8 @@ mod tests {
                 assert_eq!(p.addr() % l.align(), 0, "{l:?}");
                 // SAFETY: `p` is live with `l`'s size.
                 unsafe { p.write_bytes(0xa5, size) };
-                let in_arena = (p.addr() ^ base) >> bits < CLASS_SLOTS;
+                // In the arena (this heap's span, or a borrowed block of another's).
+                let in_arena = heap::decode(p).is_some();
                 assert_eq!(
                     in_arena,
                     l.align() <= crate::class::MAX_CLASS_ALIGN,
@@ -350,5 +378,9 @@ mod tests {
             .join()
             .unwrap();
         assert!(!taken, "a thread without a heap");
+        for (p, l) in borrowed.into_iter().chain([(bound, first)]) {
+            // SAFETY: allocated above with `l`, handed back once here.
+            unsafe { a.dealloc(p, l) };
+        }
     }
 }
