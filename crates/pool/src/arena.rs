@@ -35,7 +35,7 @@ use alloc::vec;
 
 use crossbeam_utils::CachePadded;
 
-use crate::slab::{leave, Owned, RetireOnDrop, Side, Slab, Teardown};
+use crate::slab::{leave, prefetch_write, Owned, RetireOnDrop, Side, Slab, Teardown};
 use crate::sync::{AtomicUsize, Ordering, Shadow};
 use crate::{ConfigError, Exhausted, Foreign};
 
@@ -237,6 +237,10 @@ impl<T> Allocator<T> {
         debug_assert!(pos < self.end);
         // SAFETY: `pos` is below the current arena's end, inside the slab.
         let ptr = unsafe { self.base.add(pos) };
+        // The slot eight allocations ahead, fetched for writing (it may lie past the
+        // arena's end: only a hint). One thread: 5.8 -> 4.0 ns an alloc + free;
+        // across threads 12.5 -> 11.8 ns an object (docs/pool.md).
+        prefetch_write(ptr.as_ptr().wrapping_add(8));
         // SAFETY: the shared state outlives this handle.
         unsafe { self.shared.as_ref() }.touch(ptr);
         // SAFETY: the slot is free: this fill of the arena has not reached it yet, and

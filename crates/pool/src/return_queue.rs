@@ -6,7 +6,8 @@
 //! * The [`Releaser`] drops the object and pushes its slot onto the *return ring*, a
 //!   `handoff_spsc` ring from the releasing thread back to the allocating one.
 //! * When its freelist is empty the allocator drains up to `batch` slots from the
-//!   return ring at once. Only then, and only if the ring is empty too, is the pool
+//!   return ring at once, stacked so that they come out in the order they came back.
+//!   Only then, and only if the ring is empty too, is the pool
 //!   exhausted: [`Allocator::try_alloc`] hands the value back, and the miss is counted.
 //!
 //! ```
@@ -53,7 +54,7 @@ use core::ptr::NonNull;
 
 use alloc::vec::Vec;
 
-use crate::slab::{leave, Owned, RetireOnDrop, Side, Slab, SlotPtr, Teardown};
+use crate::slab::{leave, prefetch_write, Owned, RetireOnDrop, Side, Slab, SlotPtr, Teardown};
 use crate::sync::Shadow;
 use crate::{ConfigError, Exhausted, Foreign};
 
@@ -276,6 +277,17 @@ impl<T> Allocator<T> {
         // The freelist has room for every slot of the slab, so this never reallocates.
         self.free.extend(self.returns.read_chunk(self.batch));
         let got = self.free.len() - before;
+        // Handed out in the order they came back (oldest first), so the allocations
+        // walk the slots in the order the releaser freed them, the order they were
+        // handed out before: the hardware prefetcher follows that walk. Popped in ring
+        // order (newest first) the cross-thread bench ran 18.9 ns a object, in this
+        // order 17.0 (docs/pool.md).
+        self.free[before..].reverse();
+        // Each of these slots is written by one of the next allocations: fetch their
+        // lines for writing now, from the releaser's core, all at once (17.0 -> 15.5 ns).
+        for slot in &self.free[before..] {
+            prefetch_write(slot.0.as_ptr());
+        }
         if got > 0 {
             self.stats.drains += 1;
             self.stats.drained += got as u64;

@@ -119,6 +119,33 @@ fn return_queue_drains_in_batches() {
 }
 
 #[test]
+fn return_queue_hands_returned_slots_out_in_the_order_they_came_back() {
+    let (mut alloc, mut release) = return_queue::new::<u32>(rq(16, 16, 8)).unwrap();
+    let boxes: Vec<_> = (0..16).map(|i| alloc.try_alloc(i).unwrap()).collect();
+    let addr = |b: &return_queue::PoolBox<u32>| &**b as *const u32 as usize;
+    // Released in a shuffled order: odd slots first, then even ones.
+    let order: Vec<usize> = (0..16)
+        .filter(|i| i % 2 == 1)
+        .chain((0..16).filter(|i| i % 2 == 0))
+        .collect();
+    let mut boxes: Vec<_> = boxes.into_iter().map(Some).collect();
+    let mut returned = Vec::new();
+    for &i in &order {
+        let b = boxes[i].take().unwrap();
+        returned.push(addr(&b));
+        release.free(b).unwrap();
+    }
+    // Each drain of `batch` slots hands them out oldest first, batch after batch.
+    let again: Vec<_> = (0..16).map(|i| alloc.try_alloc(100 + i).unwrap()).collect();
+    let handed: Vec<usize> = again.iter().map(addr).collect();
+    assert_eq!(handed, returned);
+    assert_eq!(alloc.stats().drains, 2);
+    for (i, b) in again.iter().enumerate() {
+        assert_eq!(**b, 100 + i as u32);
+    }
+}
+
+#[test]
 fn foreign_objects_are_handed_back_live() {
     let ledger = Ledger::new(4);
     let (mut a_alloc, mut a_release) = return_queue::new(rq(2, 2, 2)).unwrap();
