@@ -178,7 +178,13 @@ fn patterns_results_keep_the_schema() {
     check(
         "patterns",
         &["--scale", "0.01", "--runs", "2", "--threads", "2"],
-        &["arena", "pool_warm", "lock_free"],
+        &[
+            "arena",
+            "pool_warm",
+            "lock_free",
+            "box_mimalloc",
+            "box_handoff_alloc",
+        ],
     );
 }
 

@@ -2,11 +2,12 @@
 //! figure, with a verdict and its reason.
 
 use super::once::Holder;
-use super::report::{mib, ratio, OrderRun, Outcome};
+use super::report::{mib, ratio, OrderRun, Outcome, GENERAL};
 use super::work::Shared;
 use super::Config;
-use crate::lab::claims::{all_near, holds, near, Claim, Verdict};
+use crate::lab::claims::{all_near, holds, near, ratio_at_least, Claim, Verdict};
 use crate::lab::fmt;
+use crate::lab::measure::median_or_nan as median;
 use crate::lab::noise::Probes;
 
 /// "Locks caused 200 us+ outliers", from the pass that times every operation under
@@ -485,6 +486,7 @@ pub fn claims(o: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
         );
     }
     v.extend(lesson_claims(o));
+    v.extend(general_claims(o));
     v
 }
 
@@ -499,6 +501,67 @@ fn every_pair(pairs: &[(f64, f64)], rule: &str) -> (Verdict, String) {
     let ratios: Vec<f64> = pairs.iter().map(|p| p.0 / p.1).collect();
     crate::lab::claims::ratio_at_least(&ratios, 1.0, &format!("{rule}, alternated pairs"))
 }
+
+/// Project targets the document does not set: the arena and the warm typed pool at
+/// least as fast as the same `Box` loop on the best general allocators (each in a
+/// child process), judged on the kept runs' own ratios (`lab::claims::ratio_at_least`).
+fn general_claims(o: &Outcome) -> Vec<Claim> {
+    let mut v = Vec::new();
+    for (part, pool, who, row) in [
+        (
+            "arena",
+            "arena",
+            "The arena is",
+            "arena vs malloc table, Box on the best general allocators (project target)",
+        ),
+        (
+            "typed_pool",
+            "pool_warm",
+            "The warm typed pool is",
+            "typed pool vs Box table, Box on the best general allocators (project target)",
+        ),
+    ] {
+        for (_, name, doc) in GENERAL {
+            let ratios = o.per_run_ratios(part, name, pool);
+            let (verdict, ours) = if ratios.is_empty() {
+                (
+                    (Verdict::NotMeasured, "no kept repeat".to_string()),
+                    "not measured".to_string(),
+                )
+            } else {
+                let (p, b) = (o.runs(part, pool), o.runs(part, name));
+                (
+                    ratio_at_least(&ratios, 1.0, &format!("{name} / {pool}, per run")),
+                    format!(
+                        "{:.2}x ({:.3} vs {:.3} ms, medians)",
+                        median(ratios.iter().copied()),
+                        median(p.iter().copied()),
+                        median(b.iter().copied())
+                    ),
+                )
+            };
+            v.push(
+                Claim::new(
+                    GENERAL_IDS[v.len()],
+                    format!("{who} at least as fast as a Box on {doc}; project target"),
+                    "not measured (the document's malloc is the C library's)",
+                    ours,
+                    verdict,
+                )
+                .at(row),
+            );
+        }
+    }
+    v
+}
+
+/// The ids of [`general_claims`], in its order.
+const GENERAL_IDS: [&str; 4] = [
+    "arena-vs-mimalloc",
+    "arena-vs-handoff-alloc",
+    "typed-pool-vs-mimalloc",
+    "typed-pool-vs-handoff-alloc",
+];
 
 /// Lessons 8 and 6, and the memory section's overhead figures.
 fn lesson_claims(o: &Outcome) -> Vec<Claim> {

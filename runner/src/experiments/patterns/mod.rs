@@ -77,7 +77,7 @@ impl Experiment for Patterns {
     fn run(cfg: &Config, session: &mut Session) -> Result<report::Outcome> {
         let timer = session.clock.timer();
         let r = cfg.run.runs;
-        let steps = 3 + 1 + r * (2 + 1 + work::Shared::ALL.len() + 2 + 2) + 1 + 1 + 1;
+        let steps = 3 + 1 + r * (2 + 1 + 1 + work::Shared::ALL.len() + 2 + 2) + 1 + 1 + 1;
         let bar = session.progress(steps as u64)?;
         let check = stop::check;
         // Memory first, while the heap holds nothing freed that malloc could reuse.
@@ -94,6 +94,7 @@ impl Experiment for Patterns {
         bar.inc(1);
         let mut arena = Vec::new();
         let mut typed = Vec::new();
+        let mut general = Vec::new();
         let mut shared = vec![Vec::new(); work::Shared::ALL.len()];
         let mut processed: Vec<Vec<work::Processed>> = vec![Vec::new(), Vec::new()];
         let mut lessons = report::Lessons::default();
@@ -111,9 +112,19 @@ impl Experiment for Patterns {
             bar.set_message(format!("repeat {} typed pool", rep + 1));
             let t = work::typed_pool_vs_box(cfg, timer, rep % 2 == 1)?;
             bar.inc(2);
+            // The same two Box loops under the best general allocators, each in a
+            // child process of its own, the two alternated.
+            check()?;
+            bar.set_message(format!("repeat {} Box on mimalloc, handoff-alloc", rep + 1));
+            let mut b = [(0, 0); 2];
+            for i in rotate::order(rep, 2) {
+                b[i] = sharing::boxes(cfg, timer, report::GENERAL[i].0)?;
+            }
+            bar.inc(1);
             if keep {
                 arena.push(a);
                 typed.push(t);
+                general.push(b);
             }
             for i in rotate::order(rep, work::Shared::ALL.len()) {
                 check()?;
@@ -196,6 +207,7 @@ impl Experiment for Patterns {
             lessons,
         );
         outcome.fragmentation = fragmentation;
+        outcome.set_general(&session.clock, &general);
         outcome.l1_simulated = Some(l1_simulated);
         Ok(outcome)
     }

@@ -182,6 +182,43 @@ impl Outcome {
     }
 }
 
+/// The best general allocators the arena's and the typed pool's `Box` loops also run
+/// on, each in a child process: (the child's allocator, the variant's name, how the
+/// report names it).
+pub(super) const GENERAL: [(&str, &str, &str); 2] = [
+    ("mimalloc", "box_mimalloc", "mimalloc"),
+    ("handoff", "box_handoff_alloc", "handoff-alloc"),
+];
+
+impl Outcome {
+    /// Adds the `Box` loops under [`GENERAL`]: per kept repeat, per allocator, (arena
+    /// part, typed part) wall ticks.
+    pub fn set_general(&mut self, clock: &Clock, general: &[[(u64, u64); 2]]) {
+        let ms = |t: u64| clock.ticks_to_ns_f64(t) / 1e6;
+        for (i, &(_, name, _)) in GENERAL.iter().enumerate() {
+            let arena = general.iter().map(|g| ms(g[i].0)).collect();
+            let typed = general.iter().map(|g| ms(g[i].1)).collect();
+            self.runs_ms.push(("arena", name, arena));
+            self.runs_ms.push(("typed_pool", name, typed));
+        }
+    }
+
+    /// Each kept run's ms of `name` in `part` (empty when not measured).
+    pub(super) fn runs(&self, part: &str, name: &str) -> &[f64] {
+        self.runs_ms
+            .iter()
+            .find(|(p, n, _)| *p == part && *n == name)
+            .map_or(&[], |(_, _, v)| v.as_slice())
+    }
+
+    /// Per kept run, `name`'s ms over `over`'s in `part`: the two ran in the same
+    /// repeat, one after the other.
+    pub(super) fn per_run_ratios(&self, part: &str, name: &str, over: &str) -> Vec<f64> {
+        let (a, b) = (self.runs(part, name), self.runs(part, over));
+        a.iter().zip(b).map(|(x, y)| x / y).collect()
+    }
+}
+
 /// Kept runs' ms of two contenders measured in alternated pairs.
 pub(super) type Pairs = Vec<(f64, f64)>;
 
@@ -196,6 +233,24 @@ pub struct Lessons {
 
 pub(super) fn mib(b: u64) -> f64 {
     b as f64 / (1 << 20) as f64
+}
+
+/// The `Box` loop of `part` on each of [`GENERAL`], when measured: ms, ns per item, and
+/// the median of the runs' own ratios to `pool` (the arena, the warm pool).
+fn general_rows(s: &mut String, o: &Outcome, part: &str, pool: &str, items: f64, item: &str) {
+    for (_, name, doc) in GENERAL {
+        let runs = o.runs(part, name);
+        if runs.is_empty() {
+            continue;
+        }
+        let t = median(runs.iter().copied());
+        let x = median(o.per_run_ratios(part, name, pool));
+        let _ = writeln!(
+            s,
+            "  Box on {doc} (child process): {t:.3} ms, {:.2} ns per {item}; {pool} {x:.2}x as fast (median of the runs' ratios)",
+            t * 1e6 / items
+        );
+    }
 }
 
 /// The printed tables.
@@ -215,6 +270,7 @@ fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
         let _ = writeln!(s, "  {name:<10} {t:>10.2} {:>14.2}", t * 1e6 / per);
     }
     let _ = writeln!(s, "  speedup    {:>9.2}x", o.arena_ms.0 / o.arena_ms.1);
+    general_rows(&mut s, o, "arena", "arena", per, "tick");
     v.push(s);
 
     let mut s = String::new();
@@ -241,6 +297,7 @@ fn sections(o: &Outcome, cfg: &Config) -> Vec<String> {
             o.typed_ms.0 / t
         );
     }
+    general_rows(&mut s, o, "typed_pool", "pool_warm", n, "order");
     v.push(s);
 
     let mut s = String::new();
@@ -563,6 +620,23 @@ impl Report<Config> for Outcome {
                 "orders_throughput_pool_over_malloc": o.orders.1.orders_per_s / o.orders.0.orders_per_s,
             }),
         );
+        let ratios = m
+            .get_mut("ratios")
+            .and_then(Value::as_object_mut)
+            .expect("inserted above");
+        for (_, name, _) in GENERAL {
+            for (part, pool, key) in [
+                ("arena", "arena", "arena"),
+                ("typed_pool", "pool_warm", "warm_pool"),
+            ] {
+                if !o.runs(part, name).is_empty() {
+                    ratios.insert(
+                        format!("{name}_over_{key}"),
+                        json!(median(o.per_run_ratios(part, name, pool))),
+                    );
+                }
+            }
+        }
         m.insert(
             "profiler_ns".into(),
             json!({ "pool": o.profile.0, "malloc": o.profile.1, "clock_read_ns": o.read_cost_ns }),

@@ -2,13 +2,15 @@
 //! (lesson 8: two counters, each written by its own thread, in one cache line and then
 //! in two), and jemalloc as a better default than glibc malloc (lesson 6: the same
 //! batches of orders allocated and freed in a child process whose allocator is glibc,
-//! then one whose allocator is jemalloc).
+//! then one whose allocator is jemalloc). Also the arena's and the typed pool's `Box`
+//! loops under mimalloc and handoff-alloc, each in a child process of its own (the
+//! pools against the best general allocators; a project addition).
 
 use super::fragment;
-use super::work::Order;
+use super::work::{arena_box_loop, typed_box_loop, Order};
 use super::Config;
 use crate::lab::error::{Error, Result};
-use crate::lab::harness::together;
+use crate::lab::harness::{on_core, together};
 use crate::lab::{child, stop};
 use crossbeam_utils::CachePadded;
 use handoff_clock::Timer;
@@ -79,11 +81,13 @@ fn general_batches(timer: Timer, orders: u64) -> u64 {
 }
 
 /// What the child is asked: [`general_batches`] (timed), the fragmentation workload,
-/// or one of the two passes of the simulated L1 count (run under callgrind).
+/// one of the two passes of the simulated L1 count (run under callgrind), or the
+/// arena's and the typed pool's `Box` loops (timed, [`boxes`]).
 const JOB_BATCHES: u64 = 0;
 const JOB_FRAGMENTATION: u64 = 1;
 const JOB_L1_POOL: u64 = 2;
 const JOB_L1_BOX: u64 = 3;
+const JOB_BOXES: u64 = 4;
 
 /// The functions whose cache events callgrind collects (`--toggle-collect`), by name.
 pub const L1_COUNTED: &str = "*l1_counted_*";
@@ -146,16 +150,18 @@ fn l1_job(pool_side: bool, n: u64) {
     }
 }
 
-/// The child's side: the job (8 bytes), a count (8 bytes: orders, or ticks), the
-/// timer's frequency bits (8 bytes) and its source (8 bytes: 0 the TSC, 1 monotonic);
-/// the wall ticks out, or the fragmentation figures.
+/// The child's side: the job (8 bytes), a count (8 bytes: orders, ticks, or the
+/// arena's batches), the timer's frequency bits (8 bytes) and its source (8 bytes: 0
+/// the TSC, 1 monotonic), and for [`JOB_BOXES`] three more words (the arena's batch,
+/// the typed part's orders, the core); the wall ticks out, or the fragmentation
+/// figures.
 pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
     let word = |k: usize| -> std::result::Result<u64, String> {
         input
             .get(k * 8..k * 8 + 8)
             .and_then(|b| b.try_into().ok())
             .map(u64::from_le_bytes)
-            .ok_or_else(|| "patterns child: expected 32 bytes".to_string())
+            .ok_or_else(|| "patterns child: expected 32 bytes (56 for the Box loops)".to_string())
     };
     let (job, count, freq) = (word(0)?, word(1)?, f64::from_bits(word(2)?));
     let source = match word(3)? {
@@ -170,6 +176,28 @@ pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
             // second is timed.
             general_batches(timer, count);
             Ok(general_batches(timer, count).to_le_bytes().to_vec())
+        }
+        JOB_BOXES => {
+            let timer = Timer::with_frequency(source, freq);
+            let (iters, per, n, cpu) = (
+                count as usize,
+                word(4)? as usize,
+                word(5)? as usize,
+                word(6)? as usize,
+            );
+            // As in the parent, on the placement's first core; a first pass of each loop
+            // warms the allocator's caches and the process's pages, the second is timed.
+            let (arena, typed) = on_core(timer, stop::flag(), cpu, move || {
+                arena_box_loop(timer, iters, per);
+                let arena = arena_box_loop(timer, iters, per);
+                typed_box_loop(timer, n);
+                (arena, typed_box_loop(timer, n))
+            })
+            .map_err(|e| e.to_string())?;
+            Ok([arena, typed]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect())
         }
         JOB_FRAGMENTATION => Ok(fragment::tick_processing(count).to_bytes()),
         JOB_L1_POOL | JOB_L1_BOX => {
@@ -206,6 +234,29 @@ pub fn general(cfg: &Config, timer: Timer, allocator: &str) -> Result<u64> {
                 out.len()
             ))
         })
+}
+
+/// The arena part's and the typed-pool part's `Box` loops (wall ticks of each) in a
+/// child whose allocator is `allocator` (`"mimalloc"` or `"handoff"`), pinned to the
+/// placement's first core as the parent's loops are.
+pub fn boxes(cfg: &Config, timer: Timer, allocator: &str) -> Result<(u64, u64)> {
+    let mut input = job(JOB_BOXES, cfg.arena_iterations as u64, timer);
+    for w in [cfg.arena_batch, cfg.orders_typed, cfg.placement.first()] {
+        input.extend((w as u64).to_le_bytes());
+    }
+    let out = child::run(allocator, CHILD_TASK, allocator, &input)?;
+    let word = |k: usize| {
+        out.get(k * 8..k * 8 + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+    };
+    match (word(0), word(1)) {
+        (Some(a), Some(t)) if out.len() == 16 => Ok((a, t)),
+        _ => Err(Error::Run(format!(
+            "{allocator}: the child returned {} bytes",
+            out.len()
+        ))),
+    }
 }
 
 /// Runs one side of the simulated L1 count (the pool's when `pool_side`) in a child

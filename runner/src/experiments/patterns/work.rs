@@ -81,21 +81,39 @@ pub(super) fn bug(e: impl std::fmt::Display) -> ! {
 // ---------------------------------------------------------------------------------
 // Arena vs malloc: `iterations` batches of `per` ticks.
 
+/// The arena part's malloc side: `iters` batches of `per` boxed ticks, each batch
+/// freed together; ticks. Also run in the allocator contenders' child processes.
+pub(super) fn arena_box_loop(timer: Timer, iters: usize, per: usize) -> u64 {
+    let t0 = timer.now();
+    for i in 0..iters {
+        let mut ptrs: Vec<Box<Tick>> = Vec::with_capacity(per);
+        for j in 0..per {
+            ptrs.push(Box::new(Tick::new((i * per + j) as u64)));
+        }
+        black_box(&ptrs);
+    }
+    timer.now() - t0
+}
+
+/// The typed-pool part's `Box` side: `n` boxed orders, then all dropped; ticks. Also
+/// run in the allocator contenders' child processes.
+pub(super) fn typed_box_loop(timer: Timer, n: usize) -> u64 {
+    let mut v: Vec<Box<Order>> = Vec::with_capacity(n);
+    let t0 = timer.now();
+    for i in 0..n as u64 {
+        v.push(Box::new(Order::new(i)));
+    }
+    v.clear();
+    timer.now() - t0
+}
+
 /// One repeat: (malloc ticks, arena ticks) of the whole loop.
 pub fn arena_vs_malloc(cfg: &Config, timer: Timer, malloc_first: bool) -> Result<(u64, u64)> {
     let (iters, per) = (cfg.arena_iterations, cfg.arena_batch);
     let cpu = cfg.placement.first();
     let malloc = || {
         on_core(timer, stop::flag(), cpu, move || {
-            let t0 = timer.now();
-            for i in 0..iters {
-                let mut ptrs: Vec<Box<Tick>> = Vec::with_capacity(per);
-                for j in 0..per {
-                    ptrs.push(Box::new(Tick::new((i * per + j) as u64)));
-                }
-                black_box(&ptrs);
-            }
-            timer.now() - t0
+            arena_box_loop(timer, iters, per)
         })
     };
     let arena = || {
@@ -141,17 +159,7 @@ pub struct TypedSample {
 pub fn typed_pool_vs_box(cfg: &Config, timer: Timer, box_first: bool) -> Result<TypedSample> {
     let n = cfg.orders_typed;
     let cpu = cfg.placement.first();
-    let boxed = || {
-        on_core(timer, stop::flag(), cpu, move || {
-            let mut v: Vec<Box<Order>> = Vec::with_capacity(n);
-            let t0 = timer.now();
-            for i in 0..n as u64 {
-                v.push(Box::new(Order::new(i)));
-            }
-            v.clear();
-            timer.now() - t0
-        })
-    };
+    let boxed = || on_core(timer, stop::flag(), cpu, move || typed_box_loop(timer, n));
     let pooled = || {
         on_core(timer, stop::flag(), cpu, move || {
             let mut v = Vec::with_capacity(n);
