@@ -237,29 +237,6 @@ impl<T> Copy for SlotPtr<T> {}
 // over with it; no `T` moves with it, so no bound on `T` is needed.
 unsafe impl<T> Send for SlotPtr<T> {}
 
-/// Hints the CPU to fetch the cache line at `p` for writing (`prefetchw`: the line
-/// comes in exclusive, its copies in other cores' caches invalidated), so that a write
-/// to it a few allocations later does not wait for the line to be taken back from the
-/// core that freed the slot. Only a hint: nothing is read or written, any address is
-/// fine (also one past the slab); a no-op off x86-64 and under Miri and loom. CPUs
-/// without `prefetchw` (Intel before Broadwell) decode it as a no-op.
-#[inline(always)]
-pub(crate) fn prefetch_write<T>(p: *const T) {
-    #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
-    #[allow(
-        clippy::pointers_in_nomem_asm_block,
-        reason = "prefetchw reads and writes no memory the program can observe"
-    )]
-    // SAFETY: `prefetchw` reads and writes no memory and cannot fault (a prefetch of
-    // any address is only a hint); it touches no register but its address operand and
-    // no flag.
-    unsafe {
-        core::arch::asm!(
-            "prefetchw [{0}]",
-            in(reg) p,
-            options(nostack, preserves_flags, nomem)
-        )
-    };
-    #[cfg(not(all(target_arch = "x86_64", not(miri), not(loom))))]
-    let _ = p;
-}
+/// `prefetchw` of the line at an address: the ring's hint, shared (see
+/// [`handoff_spsc::hint::prefetch_write`]).
+pub(crate) use handoff_spsc::hint::prefetch_write;

@@ -120,6 +120,8 @@ mod fixed;
 mod handles;
 #[cfg(feature = "alloc")]
 mod heap;
+#[doc(hidden)]
+pub mod hint;
 mod raw;
 mod slip;
 #[cfg(feature = "alloc")]

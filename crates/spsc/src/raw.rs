@@ -166,22 +166,7 @@ impl<T> Raw<T> {
         #[cfg(test)]
         WRITE_PREFETCHES.with(|log| log.borrow_mut().push((start, n)));
         #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
-        self.each_line(start, n, |p| {
-            #[allow(
-                clippy::pointers_in_nomem_asm_block,
-                reason = "prefetchw reads and writes no memory the program can observe"
-            )]
-            // SAFETY: `prefetchw` reads and writes no memory and cannot fault (a prefetch
-            // of any address is only a hint); it touches no register but its address
-            // operand and no flag.
-            unsafe {
-                core::arch::asm!(
-                    "prefetchw [{0}]",
-                    in(reg) p,
-                    options(nostack, preserves_flags, nomem)
-                )
-            };
-        });
+        self.each_line(start, n, |p| crate::hint::prefetch_write(p));
         #[cfg(not(all(target_arch = "x86_64", not(miri), not(loom))))]
         let _ = (start, n);
     }
