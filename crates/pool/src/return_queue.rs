@@ -280,7 +280,7 @@ impl<T> Allocator<T> {
         // Handed out in the order they came back (oldest first), so the allocations
         // walk the slots in the order the releaser freed them, the order they were
         // handed out before: the hardware prefetcher follows that walk. Popped in ring
-        // order (newest first) the cross-thread bench ran 18.9 ns a object, in this
+        // order (newest first) the cross-thread bench ran 18.9 ns an object, in this
         // order 17.0 (docs/pool.md).
         self.free[before..].reverse();
         // Each of these slots is written by one of the next allocations: fetch their
