@@ -119,28 +119,16 @@ fn take_kept(len: usize) -> Option<(usize, *mut u8)> {
     None
 }
 
-/// Before a fork (see `crate::fork`): holds the cache's lock across it.
-pub(crate) fn lock_for_fork() {
-    CACHE.lock.lock_for_fork();
+/// This part's lock, held across a fork (see `crate::fork`).
+struct CacheLock;
+
+impl crate::fork::LockSet for CacheLock {
+    fn each(mut f: impl FnMut(&'static Lock)) {
+        f(&CACHE.lock);
+    }
 }
 
-/// In the parent after a fork: releases the lock [`lock_for_fork`] took.
-///
-/// # Safety
-/// This thread took it with [`lock_for_fork`].
-pub(crate) unsafe fn unlock_after_fork() {
-    // SAFETY: the caller's contract.
-    unsafe { CACHE.lock.unlock_after_fork() };
-}
-
-/// In the child after a fork: marks the lock free.
-///
-/// # Safety
-/// In a forked child whose parent held the lock across the fork with [`lock_for_fork`].
-pub(crate) unsafe fn reset_after_fork() {
-    // SAFETY: the caller's contract: no thread was inside the cache at the fork.
-    unsafe { CACHE.lock.reset() };
-}
+static FORK: crate::fork::Handlers = crate::fork::Handlers::new::<CacheLock>();
 
 /// Where the block starts in its mapping, at most, for `align`.
 const fn max_lead(align: usize) -> usize {
@@ -204,7 +192,7 @@ pub(crate) fn alloc(size: usize, align: usize) -> (*mut u8, bool) {
     let mut map_len = len;
     // The cache's lock (used here, or when this block is freed) is covered by the fork
     // handlers from its first use on.
-    crate::fork::register();
+    FORK.register();
     if len <= LARGE_MAX && align <= PAGE {
         // A cached mapping no more than a quarter longer than needed.
         if let Some((l, s)) = with_cache(|slots| {

@@ -1,83 +1,100 @@
 //! Fork safety. A forked child has only the thread that called `fork`; a lock another
 //! thread of the parent held at that moment would stay held in the child forever. So,
 //! as glibc, jemalloc and mimalloc do, the allocator registers `pthread_atfork`
-//! handlers: before a fork the forking thread takes every lock the allocator has (the
-//! arena's reservation, the shared heap, the cache of freed mappings), so that no
-//! other thread is inside one of them; after it, the parent releases them and the child
-//! marks them free.
+//! handlers: before a fork the forking thread takes every lock the allocator has, so
+//! that no other thread is inside one of them; after it, the parent releases them and
+//! the child marks them free.
 //!
-//! The handlers are registered (once, through `pthread_once`, which glibc makes safe
-//! against a fork during the registration itself) before any thread can take one of
-//! those locks: on the way to reserving the arena and before the first big block.
+//! Each part of the allocator that has locks lists them ([`LockSet`]) and registers its
+//! own handlers ([`Handlers`]) before it first takes one of them: this module knows none
+//! of the parts. The locks are never nested (no code path holds two), so the order in
+//! which the parts' handlers take them does not matter. A part registers through
+//! `pthread_once` while it holds no lock, which glibc makes safe against a fork during
+//! the registration itself (the registration waits for the fork to finish).
+//!
+//! Handlers the program registered before the allocator's run while the forking thread
+//! holds the locks (prepare handlers run in the reverse order of registration, parent
+//! and child handlers in order); when one of them allocates, the locks let the forking
+//! thread through (`crate::lock`), so it cannot wait for itself.
 //!
 //! Heaps owned by the parent's other threads stay claimed in the child (their owners
 //! do not exist there, and their state may be half-changed), so the child never
 //! touches them: blocks of theirs the child frees go to their remote-free stacks, as
 //! any remote free does, and are simply never reused. The child claims heaps of its own.
 
+use crate::lock::Lock;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-struct Once(UnsafeCell<libc::pthread_once_t>);
+/// The locks of one part of the allocator, for its fork handlers.
+pub(crate) trait LockSet {
+    /// Calls `f` on each of the part's locks.
+    fn each(f: impl FnMut(&'static Lock));
+}
+
+/// One part's fork handlers, registered once ([`Handlers::register`]).
+pub(crate) struct Handlers {
+    once: UnsafeCell<libc::pthread_once_t>,
+    registered: AtomicBool,
+    install: extern "C" fn(),
+}
 
 // SAFETY: the control word is only handed to `pthread_once`, which synchronises every
-// access to it.
-unsafe impl Sync for Once {}
+// access to it; the rest is atomic or immutable.
+unsafe impl Sync for Handlers {}
 
-static ONCE: Once = Once(UnsafeCell::new(libc::PTHREAD_ONCE_INIT));
-static REGISTERED: AtomicBool = AtomicBool::new(false);
+impl Handlers {
+    /// The handlers of the part whose locks `L` lists.
+    pub(crate) const fn new<L: LockSet>() -> Handlers {
+        Handlers {
+            once: UnsafeCell::new(libc::PTHREAD_ONCE_INIT),
+            registered: AtomicBool::new(false),
+            install: install::<L>,
+        }
+    }
 
-/// Registers the fork handlers unless that is done: call it before taking any of the
-/// allocator's locks for the first time.
-#[inline]
-pub(crate) fn register() {
-    if !REGISTERED.load(Ordering::Acquire) {
-        register_slow();
+    /// Registers the handlers unless that is done: call it before taking any of the
+    /// part's locks for the first time, while holding no lock.
+    #[inline]
+    pub(crate) fn register(&'static self) {
+        if !self.registered.load(Ordering::Acquire) {
+            self.register_slow();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn register_slow(&'static self) {
+        // SAFETY: `once` is a valid control word that lives forever; `install` takes
+        // no argument and returns after registering.
+        unsafe { libc::pthread_once(self.once.get(), self.install) };
+        // Release (with `register`'s acquire): a thread that sees `true` skips
+        // `pthread_once` and still finds the handlers registered before it goes on.
+        self.registered.store(true, Ordering::Release);
     }
 }
 
-#[cold]
-#[inline(never)]
-fn register_slow() {
-    // SAFETY: `ONCE` is a valid control word that lives forever; `register_handlers`
-    // takes no argument.
-    unsafe { libc::pthread_once(ONCE.0.get(), register_handlers) };
-}
-
-extern "C" fn register_handlers() {
+extern "C" fn install<L: LockSet>() {
     // SAFETY: the three handlers are `extern "C"` functions that live forever and
     // neither unwind nor allocate. If the system cannot register them (out of memory),
     // forks are as unsafe as they were before this module; nothing else changes.
-    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
-    // Release (with `register`'s acquire): a thread that sees `true` skips
-    // `pthread_once` and still finds the handlers registered before it goes on.
-    REGISTERED.store(true, Ordering::Release);
+    unsafe { libc::pthread_atfork(Some(prepare::<L>), Some(parent::<L>), Some(child::<L>)) };
 }
 
-/// Before a fork: take every lock, so that no other thread is inside one.
-unsafe extern "C" fn prepare() {
-    crate::heap::lock_for_fork();
-    crate::big::lock_for_fork();
-    crate::large::lock_for_fork();
+/// Before a fork: take every lock of the part, so that no other thread is inside one.
+extern "C" fn prepare<L: LockSet>() {
+    L::each(|l| l.lock_for_fork());
 }
 
 /// In the parent after a fork: release them.
-unsafe extern "C" fn parent() {
+extern "C" fn parent<L: LockSet>() {
     // SAFETY: `prepare` took them all on this thread, just before the fork.
-    unsafe {
-        crate::large::unlock_after_fork();
-        crate::big::unlock_after_fork();
-        crate::heap::unlock_after_fork();
-    }
+    L::each(|l| unsafe { l.unlock_after_fork() });
 }
 
 /// In the child after a fork: mark them free (nobody there waits for them).
-unsafe extern "C" fn child() {
+extern "C" fn child<L: LockSet>() {
     // SAFETY: `prepare` took them all, so no thread was inside any at the fork, and
     // the child has no other thread.
-    unsafe {
-        crate::large::reset_after_fork();
-        crate::big::reset_after_fork();
-        crate::heap::reset_after_fork();
-    }
+    L::each(|l| unsafe { l.reset() });
 }

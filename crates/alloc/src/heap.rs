@@ -152,7 +152,7 @@ pub(crate) fn address_budget() -> usize {
 fn reserve_arena() -> Option<*mut u8> {
     // Before any thread can be half-way through the reservation or take the shared
     // heap's lock, a fork must find the handlers in place.
-    crate::fork::register();
+    FORK.register();
     let _held = ARENA_LOCK.lock();
     match ARENA_STATE.load(Ordering::Acquire) {
         READY => return Some(ARENA.load(Ordering::Relaxed)),
@@ -176,6 +176,7 @@ fn reserve_arena() -> Option<*mut u8> {
         if base.is_null() {
             continue;
         }
+        make_exit_key();
         // Relaxed: the ready state's release store below publishes both to every
         // thread that uses the arena (it loads the state with acquire first).
         ARENA.store(base, Ordering::Relaxed);
@@ -753,8 +754,8 @@ use orphans::{any_orphan, note_remote};
 const NONE: u8 = 0;
 const OWNER: u8 = 1;
 const CLAIMING: u8 = 2;
-/// On the shared heap for good: the arena could not be reserved, or the exit guard
-/// could not be registered.
+/// On the shared heap for good: the arena could not be reserved, or the thread's exit
+/// could not be watched (no thread-specific key, see [`EXIT_KEY`]).
 const SHARED: u8 = 3;
 const EXITED: u8 = 4;
 /// On the shared heap because every heap was taken: it claims one when one is free.
@@ -784,7 +785,6 @@ std::thread_local! {
             mode: Cell::new(NONE),
         }
     };
-    static EXIT: ExitGuard = const { ExitGuard };
 }
 
 impl Local {
@@ -805,20 +805,55 @@ impl Local {
     }
 }
 
-/// Gives the thread's heap back when the thread exits.
-struct ExitGuard;
+/// The thread-specific data key whose destructor gives a thread's heap back when the
+/// thread exits (`pthread_key_create`), plus one; 0 until it is made, or if the system
+/// had no key left.
+///
+/// A key rather than a thread-local destructor: Rust registers those (and C++ its
+/// `thread_local` ones) through `__cxa_thread_atexit_impl`, which takes the dynamic
+/// loader's lock. A library whose constructor starts a thread and joins it (plugins, JNI
+/// and Python extension modules) runs while `dlopen` holds that lock, so that thread's
+/// first allocation waited for it forever. And glibc runs those destructors before the
+/// keys' destructors: a thread whose first allocator call was in a key destructor (a
+/// `free` of a context another thread made) registered its guard too late, it never ran,
+/// and the heap stayed claimed for good. A key's destructor set during another key's
+/// destructor still runs: glibc goes over the keys again while any has a value (up to
+/// `PTHREAD_DESTRUCTOR_ITERATIONS`, 4, rounds; a thread whose first call is in the
+/// fourth round keeps its heap, docs/alloc.md).
+static EXIT_KEY: AtomicU32 = AtomicU32::new(0);
 
-impl Drop for ExitGuard {
-    fn drop(&mut self) {
-        let _ = LOCAL.try_with(|l| {
-            let h = l.release();
-            l.mode.set(EXITED);
-            if let Some(h) = h {
-                // SAFETY: this thread still owns it, and its binding is gone.
-                unsafe { h.give_up() };
-            }
-        });
+/// Makes [`EXIT_KEY`] (under the arena's lock, once per process).
+fn make_exit_key() {
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: `pthread_key_create` writes the key it makes; `thread_exit` is an
+    // `extern "C"` function that lives forever. It takes no loader lock and allocates
+    // nothing.
+    if unsafe { libc::pthread_key_create(&mut key, Some(thread_exit)) } == 0 {
+        // Release: a thread that reads the key (acquire) sees it made.
+        EXIT_KEY.store(key + 1, Ordering::Release);
     }
+}
+
+/// The destructor of [`EXIT_KEY`]: gives the thread's heap back.
+extern "C" fn thread_exit(_: *mut libc::c_void) {
+    let _ = LOCAL.try_with(|l| {
+        let h = l.release();
+        l.mode.set(EXITED);
+        if let Some(h) = h {
+            // SAFETY: this thread still owns it, and its binding is gone.
+            unsafe { h.give_up() };
+        }
+    });
+}
+
+/// Arranges for [`thread_exit`] to run when the calling thread exits; false when it
+/// cannot (no key, or the system refused the value's memory).
+fn watch_exit() -> bool {
+    let key = EXIT_KEY.load(Ordering::Acquire);
+    // SAFETY: a key made by `make_exit_key`; any non-null value makes its destructor
+    // run. For a key beyond glibc's first 32 this allocates (`calloc`): that call
+    // finds the thread claiming a heap and uses the shared heap.
+    key != 0 && unsafe { libc::pthread_setspecific(key - 1, ptr::dangling::<libc::c_void>()) } == 0
 }
 
 /// Points the thread's binding at `h`, which it has just taken.
@@ -859,9 +894,9 @@ fn claim(l: &Local) -> Option<&'static Heap> {
         _ => return None,
     }
     l.mode.set(CLAIMING);
-    // Registering the exit guard may allocate (on systems without
-    // `__cxa_thread_atexit_impl`): that allocation sees CLAIMING and uses the shared heap.
-    if arena().filter(|_| EXIT.try_with(|_| ()).is_ok()).is_none() {
+    // Watching the thread's exit may allocate: that allocation sees CLAIMING and uses
+    // the shared heap.
+    if arena().filter(|_| watch_exit()).is_none() {
         l.mode.set(SHARED);
         return None;
     }
@@ -897,31 +932,18 @@ fn with_shared<R>(f: impl FnOnce(&Heap) -> R) -> R {
 
 // ---- fork ------------------------------------------------------------------------
 
-/// Before a fork (see `crate::fork`): makes sure no thread is half-way through
-/// reserving the arena (reserving it now if nothing has), and holds the shared heap's
-/// lock across the fork.
-pub(crate) fn lock_for_fork() {
-    let _ = arena();
-    SHARED_LOCK.lock_for_fork();
+/// This part's locks, held across a fork (see `crate::fork`): the arena's reservation
+/// and the shared heap.
+struct HeapLocks;
+
+impl crate::fork::LockSet for HeapLocks {
+    fn each(mut f: impl FnMut(&'static Lock)) {
+        f(&ARENA_LOCK);
+        f(&SHARED_LOCK);
+    }
 }
 
-/// In the parent after a fork: releases the shared heap's lock.
-///
-/// # Safety
-/// This thread took it with [`lock_for_fork`].
-pub(crate) unsafe fn unlock_after_fork() {
-    // SAFETY: the caller's contract.
-    unsafe { SHARED_LOCK.unlock_after_fork() };
-}
-
-/// In the child after a fork: marks the shared heap's lock free.
-///
-/// # Safety
-/// In a forked child whose parent held the lock across the fork with [`lock_for_fork`].
-pub(crate) unsafe fn reset_after_fork() {
-    // SAFETY: the caller's contract: no thread was inside the shared heap at the fork.
-    unsafe { SHARED_LOCK.reset() };
-}
+static FORK: crate::fork::Handlers = crate::fork::Handlers::new::<HeapLocks>();
 
 // ---- the slow paths --------------------------------------------------------------
 

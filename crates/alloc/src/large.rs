@@ -135,7 +135,7 @@ fn base() -> Option<*mut u8> {
 #[inline(never)]
 fn reserve() -> Option<*mut u8> {
     // Before any thread can hold one of these locks, a fork must find the handlers.
-    crate::fork::register();
+    FORK.register();
     let _held = RESERVE.lock();
     match STATE.load(Ordering::Acquire) {
         READY => return Some(BASE.load(Ordering::Relaxed)),
@@ -317,39 +317,20 @@ pub(crate) unsafe fn free(p: *mut u8) {
     debug_assert!(pushed);
 }
 
-/// Before a fork (see `crate::fork`): holds every lock of the range across it.
-pub(crate) fn lock_for_fork() {
-    RESERVE.lock_for_fork();
-    for c in &CLASSES {
-        c.lock.lock_for_fork();
+/// This part's locks, held across a fork (see `crate::fork`): the reservation's and
+/// every class's.
+struct RangeLocks;
+
+impl crate::fork::LockSet for RangeLocks {
+    fn each(mut f: impl FnMut(&'static Lock)) {
+        f(&RESERVE);
+        for c in &CLASSES {
+            f(&c.lock);
+        }
     }
 }
 
-/// In the parent after a fork: releases them.
-///
-/// # Safety
-/// This thread took them with [`lock_for_fork`].
-pub(crate) unsafe fn unlock_after_fork() {
-    for c in CLASSES.iter().rev() {
-        // SAFETY: the caller's contract.
-        unsafe { c.lock.unlock_after_fork() };
-    }
-    // SAFETY: as above.
-    unsafe { RESERVE.unlock_after_fork() };
-}
-
-/// In the child after a fork: marks them free.
-///
-/// # Safety
-/// In a forked child whose parent held them across the fork with [`lock_for_fork`].
-pub(crate) unsafe fn reset_after_fork() {
-    for c in &CLASSES {
-        // SAFETY: the caller's contract: no thread was inside at the fork.
-        unsafe { c.lock.reset() };
-    }
-    // SAFETY: as above.
-    unsafe { RESERVE.reset() };
-}
+static FORK: crate::fork::Handlers = crate::fork::Handlers::new::<RangeLocks>();
 
 #[cfg(test)]
 mod tests {

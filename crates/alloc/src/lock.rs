@@ -3,8 +3,16 @@
 //! holder the scheduler has preempted gives its core back instead of spinning through
 //! its time slice. It never allocates, and [`Lock::reset`] frees it in a forked child,
 //! whose copy may record a holder that only exists in the parent.
+//!
+//! Across a `fork` the forking thread holds every lock (`crate::fork`), from the
+//! allocator's prepare handler to its parent or child handler. Fork handlers the program
+//! registered before the allocator's run inside that window, on the same thread, and may
+//! allocate: a lock held for a fork lets its holder's thread through
+//! ([`Lock::lock_for_fork`]), as glibc's malloc, which locks its arenas inside `fork`
+//! itself, lets every handler allocate. Nothing else can be inside a lock then, so the
+//! holder has it to itself.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 const FREE: u32 = 0;
 const HELD: u32 = 1;
@@ -16,37 +24,59 @@ const SPINS: u32 = 200;
 
 pub(crate) struct Lock {
     state: AtomicU32,
+    /// While the lock is held across a fork: the holding thread (`pthread_self`), which
+    /// passes through it (see the module's documentation); 0 otherwise.
+    fork_holder: AtomicUsize,
 }
 
-/// Holds a [`Lock`]; unlocks it when dropped.
-pub(crate) struct Guard<'a>(&'a Lock);
+/// Holds a [`Lock`]; unlocks it when dropped, unless it passed through a lock its
+/// thread holds for a fork.
+pub(crate) struct Guard<'a> {
+    lock: &'a Lock,
+    taken: bool,
+}
+
+/// The calling thread's identity for [`Lock::fork_holder`]: never 0, distinct among
+/// live threads, and the same in a forked child as in the thread that forked.
+#[inline]
+fn this_thread() -> usize {
+    // SAFETY: `pthread_self` has no precondition; it reads the thread's descriptor.
+    unsafe { libc::pthread_self() as usize }
+}
 
 impl Lock {
     pub(crate) const fn new() -> Lock {
         Lock {
             state: AtomicU32::new(FREE),
+            fork_holder: AtomicUsize::new(0),
         }
     }
 
-    /// Takes the lock, waiting as long as it takes.
+    /// Takes the lock, waiting as long as it takes; passes through when the calling
+    /// thread holds it for a fork.
     #[inline]
     pub(crate) fn lock(&self) -> Guard<'_> {
         // Acquire when taken (here and in `lock_contended`), release when given back
         // (`unlock`): one holder's accesses happen before the next one's. A failed
         // attempt reads nothing through the lock: relaxed.
-        if self
+        let taken = self
             .state
             .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            self.lock_contended();
-        }
-        Guard(self)
+            .is_ok()
+            || self.lock_contended();
+        Guard { lock: self, taken }
     }
 
+    /// Waits for the lock and takes it (true), or returns false at once when this
+    /// thread holds it for a fork.
     #[cold]
     #[inline(never)]
-    fn lock_contended(&self) {
+    fn lock_contended(&self) -> bool {
+        // Relaxed: only the holder itself stored its own identity here (program order);
+        // any other thread reads 0 or another thread's identity, never its own.
+        if self.fork_holder.load(Ordering::Relaxed) == this_thread() {
+            return false;
+        }
         for _ in 0..SPINS {
             match self.state.load(Ordering::Relaxed) {
                 FREE => {
@@ -55,7 +85,7 @@ impl Lock {
                         .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
                         .is_ok()
                     {
-                        return;
+                        return true;
                     }
                 }
                 // Someone already sleeps: join them rather than spin.
@@ -67,6 +97,7 @@ impl Lock {
         while self.state.swap(CONTENDED, Ordering::Acquire) != FREE {
             futex_wait(&self.state, CONTENDED);
         }
+        true
     }
 
     fn unlock(&self) {
@@ -90,14 +121,21 @@ impl Lock {
     pub(crate) unsafe fn reset(&self) {
         // Relaxed: the forked child has one thread, which took the lock before the
         // fork (so it is ordered already) and is the only one to take it again.
+        self.fork_holder.store(0, Ordering::Relaxed);
         self.state.store(FREE, Ordering::Relaxed);
     }
 
     /// Takes the lock for the length of a fork and keeps it past this call: the fork
     /// handlers release it with [`unlock_after_fork`](Self::unlock_after_fork) (parent)
-    /// or [`reset`](Self::reset) (child).
+    /// or [`reset`](Self::reset) (child). Until then the calling thread passes through
+    /// it.
     pub(crate) fn lock_for_fork(&self) {
-        core::mem::forget(self.lock());
+        let guard = self.lock();
+        if guard.taken {
+            core::mem::forget(guard);
+            // Relaxed: read back only by this thread (see `lock_contended`).
+            self.fork_holder.store(this_thread(), Ordering::Relaxed);
+        }
     }
 
     /// Releases a lock taken by [`lock_for_fork`](Self::lock_for_fork).
@@ -106,6 +144,9 @@ impl Lock {
     /// This thread took it with [`lock_for_fork`](Self::lock_for_fork) and has not
     /// released it since.
     pub(crate) unsafe fn unlock_after_fork(&self) {
+        // Relaxed: as in `lock_for_fork`; the unlock's release orders it for the next
+        // holder anyway.
+        self.fork_holder.store(0, Ordering::Relaxed);
         self.unlock();
     }
 }
@@ -113,7 +154,9 @@ impl Lock {
 impl Drop for Guard<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.0.unlock();
+        if self.taken {
+            self.lock.unlock();
+        }
     }
 }
 
@@ -201,5 +244,43 @@ mod tests {
         unsafe { l.reset() };
         drop(l.lock());
         assert!(!l.is_locked());
+    }
+
+    #[test]
+    fn the_thread_holding_a_lock_for_a_fork_passes_through_it_and_others_wait() {
+        let l = Lock::new();
+        l.lock_for_fork();
+        // The holder's own thread (a fork handler of the program that allocates).
+        {
+            let g = l.lock();
+            assert!(!g.taken);
+            drop(g);
+        }
+        assert!(l.is_locked(), "passing through released the fork's hold");
+        // Another thread waits until the hold ends.
+        let got = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let g = l.lock();
+                assert!(g.taken);
+                got.store(true, Ordering::SeqCst);
+            });
+            std::thread::sleep(std::time::Duration::from_millis(if cfg!(miri) {
+                1
+            } else {
+                50
+            }));
+            assert!(
+                !got.load(Ordering::SeqCst),
+                "another thread passed the fork's hold"
+            );
+            // SAFETY: taken above by this thread.
+            unsafe { l.unlock_after_fork() };
+        });
+        assert!(got.load(Ordering::SeqCst));
+        assert!(!l.is_locked());
+        // After the hold, the former holder takes it like anyone.
+        let g = l.lock();
+        assert!(g.taken);
     }
 }

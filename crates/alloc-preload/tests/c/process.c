@@ -1,0 +1,305 @@
+/* Patterns of real processes under libhandoff_alloc.so, one case per run (tests/processes.rs
+ * runs each with the library preloaded, some also on the C library's allocator to compare):
+ * plugins whose constructor starts a thread, fork handlers that allocate, threads whose only
+ * allocator call is in a pthread key destructor, limits on the address space, aligned big
+ * blocks freed again and again, a free list corrupted by a write after free, and waves of
+ * short-lived threads whose blocks a long-lived thread frees.
+ *
+ * Usage: process CASE [ARG]. Exit status 0 when the case holds; each case that could hang
+ * arms an alarm first, so a hang ends as a failure (status 124), never a stall. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile pid_t child_pid;
+
+/* A hang ends the process as a failure; a child it waits for is killed with it. */
+static void on_alarm(int sig) {
+    (void)sig;
+    static const char msg[] = "process.c: timed out (a hang)\n";
+    if (child_pid > 0) kill(child_pid, SIGKILL);
+    write(2, msg, sizeof msg - 1);
+    _exit(124);
+}
+
+static void deadline(unsigned seconds) {
+    signal(SIGALRM, on_alarm);
+    alarm(seconds);
+}
+
+static int fail(const char *what) {
+    fprintf(stderr, "process.c: %s\n", what);
+    return 1;
+}
+
+/* Resident memory of this process, in KiB. */
+static long rss_kib(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (!f) return -1;
+    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = -1;
+    fclose(f);
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* ---- dlopen of a plugin whose constructor starts a thread and joins it ---------------- */
+
+static int dlopen_thread(const char *plugin) {
+    deadline(20);
+    void *h = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return fail(dlerror());
+    int *ran = dlsym(h, "plugin_thread_ran");
+    if (!ran || !*ran) return fail("the plugin's thread did not run");
+    dlclose(h);
+    printf("dlopen-thread: the plugin's constructor thread allocated and was joined\n");
+    return 0;
+}
+
+/* ---- fork handlers that allocate -------------------------------------------------------- */
+
+/* Small, large (1 MiB) and big (16 MiB) blocks, written and freed. */
+static int allocate_some(void) {
+    int ok = 1;
+    static const size_t sizes[] = {24, 700, 40000, 1 << 20, 3 << 20, 16 << 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        unsigned char *p = malloc(sizes[i]);
+        ok &= p != NULL;
+        if (p) {
+            memset(p, 7, sizes[i]);
+            free(p);
+        }
+    }
+    return ok;
+}
+
+static volatile int handler_ok = 1;
+static void alloc_in_handler(void) { handler_ok &= allocate_some(); }
+static const char *which_handler;
+
+/* Registered before the program's first allocation (a constructor that runs before any
+ * allocator call of the program's own), so before the allocator registers its handlers
+ * when it is first used: its prepare handler runs after the allocator's, its parent and
+ * child handlers before the allocator's. */
+__attribute__((constructor(101))) static void register_early(void) {
+    const char *c = getenv("PROCESS_ATFORK");
+    if (!c) return;
+    which_handler = c;
+    if (strcmp(c, "prepare") == 0) pthread_atfork(alloc_in_handler, NULL, NULL);
+    else if (strcmp(c, "parent") == 0) pthread_atfork(NULL, alloc_in_handler, NULL);
+    else if (strcmp(c, "child") == 0) pthread_atfork(NULL, NULL, alloc_in_handler);
+}
+
+static volatile int stop_churn;
+static void *churn(void *arg) {
+    (void)arg;
+    while (!stop_churn) allocate_some();
+    return NULL;
+}
+
+static int atfork(const char *which) {
+    if (!which_handler || strcmp(which_handler, which) != 0)
+        return fail("run with PROCESS_ATFORK set to the handler's name");
+    deadline(30);
+    pthread_t t;
+    if (pthread_create(&t, NULL, churn, NULL) != 0) return fail("pthread_create");
+    for (int round = 0; round < 20; round++) {
+        pid_t pid = fork();
+        if (pid == 0) _exit(handler_ok && allocate_some() ? 0 : 2);
+        if (pid < 0) return fail("fork");
+        child_pid = pid;
+        int status = 0;
+        if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            return fail("a child failed");
+        child_pid = 0;
+    }
+    stop_churn = 1;
+    pthread_join(t, NULL);
+    if (!handler_ok) return fail("an allocation in a fork handler failed");
+    printf("atfork-%s: 20 forks, the %s handler allocating each time\n", which, which);
+    return 0;
+}
+
+/* ---- threads whose first allocator call is in a pthread key destructor ----------------- */
+
+static pthread_key_t key;
+static void free_context(void *ctx) { free(ctx); }
+static void *keyed(void *ctx) {
+    pthread_setspecific(key, ctx);
+    return NULL;
+}
+
+static pthread_barrier_t both;
+static void *one_block(void *arg) {
+    void **out = arg;
+    *out = malloc(64);
+    pthread_barrier_wait(&both); /* both threads alive, each with its block */
+    free(*out);
+    return NULL;
+}
+
+/* 300 workers (more than the allocator's 127 heaps) whose only call is the free of a
+ * context main allocated, in their key destructor; afterwards two threads alive at once
+ * must still get heaps of their own: their blocks lie in different heaps' spans (2^37
+ * bytes each in the full arena). */
+static int key_destructor(void) {
+    deadline(60);
+    if (pthread_key_create(&key, free_context) != 0) return fail("pthread_key_create");
+    for (int i = 0; i < 300; i++) {
+        void *ctx = malloc(64);
+        pthread_t t;
+        if (!ctx || pthread_create(&t, NULL, keyed, ctx) != 0) return fail("pthread_create");
+        pthread_join(t, NULL);
+    }
+    void *a = NULL, *b = NULL;
+    pthread_t ta, tb;
+    pthread_barrier_init(&both, NULL, 2);
+    pthread_create(&ta, NULL, one_block, &a);
+    pthread_create(&tb, NULL, one_block, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    if (!a || !b) return fail("malloc failed");
+    if ((uintptr_t)a >> 37 == (uintptr_t)b >> 37)
+        return fail("after 300 such threads, two new threads share one heap (the shared heap)");
+    printf("key-destructor: two threads after 300 keyed workers have heaps of their own\n");
+    return 0;
+}
+
+/* ---- limits on the address space -------------------------------------------------------- */
+
+/* Runs the rest of the program again under RLIMIT_AS = kib KiB (set before the new
+ * program's first allocation). */
+static void under_limit(char **argv, long kib) {
+    if (getenv("PROCESS_LIMITED")) return;
+    struct rlimit r = {(rlim_t)kib * 1024, (rlim_t)kib * 1024};
+    setrlimit(RLIMIT_AS, &r);
+    setenv("PROCESS_LIMITED", "1", 1);
+    execv("/proc/self/exe", argv);
+    perror("execv");
+    _exit(3);
+}
+
+/* 200 000 blocks of 64 bytes under `ulimit -v 16000000`: prints the resident growth. */
+static int limit_resident(char **argv) {
+    under_limit(argv, 16000000);
+    enum { N = 200000 };
+    static unsigned char *blocks[N];
+    long before = rss_kib();
+    for (int i = 0; i < N; i++) {
+        blocks[i] = malloc(64);
+        if (!blocks[i]) return fail("malloc(64) failed");
+        memset(blocks[i], i, 64);
+    }
+    long after = rss_kib();
+    for (int i = 0; i < N; i++)
+        if (blocks[i][63] != (unsigned char)i) return fail("a block was overwritten");
+    printf("limit-resident: %ld KiB\n", after - before);
+    for (int i = 0; i < N; i++) free(blocks[i]);
+    return 0;
+}
+
+/* 32-byte blocks until malloc fails under `ulimit -v 400000`: prints the MiB allocated
+ * (at most 4 GiB), and checks the failure is ENOMEM. */
+static int limit_failure(char **argv) {
+    under_limit(argv, 400000);
+    size_t n = 0;
+    for (;;) {
+        errno = 0;
+        unsigned char *p = malloc(32);
+        if (!p) {
+            if (errno != ENOMEM) return fail("malloc failed without ENOMEM");
+            break;
+        }
+        p[0] = 1;
+        p[31] = 2;
+        if (++n == ((size_t)4 << 30) / 32) break;
+    }
+    printf("limit-failure: %zu MiB\n", n * 32 >> 20);
+    return 0;
+}
+
+/* ---- big blocks freed and allocated again --------------------------------------------- */
+
+/* 200 blocks of about 900 KiB aligned to 8 KiB, each written and freed; then 200 blocks of
+ * 8 MiB that realloc shrinks to 900 KiB before they are freed; then malloc_trim(0).
+ * Prints the resident growth. */
+static int aligned_cache(void) {
+    long before = rss_kib();
+    for (int i = 0; i < 200; i++) {
+        size_t n = 900 * 1024 + (size_t)i * 64;
+        void *p = NULL;
+        if (posix_memalign(&p, 8192, n) != 0) return fail("posix_memalign failed");
+        memset(p, i, n);
+        free(p);
+    }
+    for (int i = 0; i < 200; i++) {
+        unsigned char *p = malloc(8 << 20);
+        if (!p) return fail("malloc failed");
+        memset(p, i, 8 << 20);
+        unsigned char *q = realloc(p, 900 * 1024);
+        if (!q || q[900 * 1024 - 1] != (unsigned char)i) return fail("realloc failed");
+        free(q);
+    }
+    malloc_trim(0);
+    printf("aligned-cache: %ld KiB\n", rss_kib() - before);
+    return 0;
+}
+
+/* ---- a free list corrupted by a write after free ----------------------------------------- */
+
+static unsigned char *made[64];
+static pthread_barrier_t handed, go_on;
+static void *maker(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 64; i++) made[i] = malloc(48);
+    pthread_barrier_wait(&handed);
+    pthread_barrier_wait(&go_on);
+    return NULL; /* its heap gathers the blocks freed to it at exit */
+}
+
+/* Another thread's 64 blocks are freed here (they go back to their heap as one chain), and
+ * then the program writes into one of them after the free, over the word that links the
+ * chain. The allocator must stop with its own message, not unwind or crash inside. */
+static int corrupt_link(void) {
+    deadline(20);
+    pthread_t t;
+    pthread_barrier_init(&handed, NULL, 2);
+    pthread_barrier_init(&go_on, NULL, 2);
+    pthread_create(&t, NULL, maker, NULL);
+    pthread_barrier_wait(&handed);
+    for (int i = 0; i < 64; i++) free(made[i]);
+    /* The write after free: a link that points nowhere. */
+    for (int i = 0; i < 64; i++) memcpy(made[i], &(uintptr_t){0x10}, sizeof(uintptr_t));
+    pthread_barrier_wait(&go_on);
+    pthread_join(t, NULL);
+    void *again[200];
+    for (int i = 0; i < 200; i++) again[i] = malloc(48);
+    (void)again;
+    printf("survived corrupt-link\n");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *c = argc > 1 ? argv[1] : "";
+    if (strcmp(c, "dlopen-thread") == 0 && argc > 2) return dlopen_thread(argv[2]);
+    if (strcmp(c, "atfork-prepare") == 0) return atfork("prepare");
+    if (strcmp(c, "atfork-parent") == 0) return atfork("parent");
+    if (strcmp(c, "atfork-child") == 0) return atfork("child");
+    if (strcmp(c, "key-destructor") == 0) return key_destructor();
+    if (strcmp(c, "limit-resident") == 0) return limit_resident(argv);
+    if (strcmp(c, "limit-failure") == 0) return limit_failure(argv);
+    if (strcmp(c, "aligned-cache") == 0) return aligned_cache();
+    if (strcmp(c, "corrupt-link") == 0) return corrupt_link();
+    fprintf(stderr, "usage: process CASE [ARG]\n");
+    return 2;
+}
