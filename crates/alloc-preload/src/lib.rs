@@ -19,6 +19,9 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+mod cxx;
+mod glibc;
+
 use alloc_core::capi;
 use core::ffi::{c_int, c_void};
 

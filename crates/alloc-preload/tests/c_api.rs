@@ -45,10 +45,15 @@ fn cxx_new_and_delete_reach_the_library() {
 
 #[test]
 fn an_address_the_allocator_did_not_hand_out_aborts_with_a_message() {
+    // `foreign-header` and `foreign-protnone` until 2026-11-29: the first unmapped the
+    // program's buffer (its bytes read as a big block's header), the second crashed
+    // inside the allocator (SIGSEGV reading the header).
     for (case, call) in [
         ("foreign-stack", "free"),
         ("foreign-data", "free"),
         ("foreign-unmapped", "free"),
+        ("foreign-header", "free"),
+        ("foreign-protnone", "free"),
         ("interior-big", "free"),
         ("interior-large", "free"),
         ("big-twice", "free"),
@@ -67,6 +72,34 @@ fn an_address_the_allocator_did_not_hand_out_aborts_with_a_message() {
         assert!(
             stderr.contains(&format!("handoff-alloc: {call}(0x"))
                 && stderr.contains("not a block of this allocator"),
+            "{case}: {stderr}"
+        );
+        assert!(!text(&out.stdout).contains("survived"), "{case}");
+    }
+}
+
+#[test]
+fn a_block_freed_twice_aborts_with_a_message_that_names_it() {
+    // Until 2026-11-29 the two frees of a 32-byte or a 1 MiB block went through, and
+    // the next two mallocs returned the same address.
+    for case in [
+        "small-twice",
+        "small-twice-full",
+        "large-twice",
+        "remote-twice",
+        "big-twice",
+    ] {
+        let out = preloaded(api(), case);
+        let stderr = text(&out.stderr);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGABRT),
+            "{case}: {:?}\n{}{stderr}",
+            out.status,
+            text(&out.stdout)
+        );
+        assert!(
+            stderr.contains("handoff-alloc: free(0x") && stderr.contains("twice"),
             "{case}: {stderr}"
         );
         assert!(!text(&out.stdout).contains("survived"), "{case}");

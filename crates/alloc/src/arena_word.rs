@@ -49,22 +49,22 @@ impl ArenaWord {
         ArenaWord(AtomicUsize::new(NO_ARENA))
     }
 
-    /// Publishes the arena at `base` with shape `geometry`.
-    ///
-    /// # Panics
-    /// If `base` has any of the shape's bits set or `geometry` does not fit them: a
-    /// bug of the caller, which reserves the arena aligned to a region.
-    pub fn publish(&self, base: usize, geometry: usize) {
-        assert!(
-            base & SHAPE_MASK == 0 && geometry <= SHAPE_MASK,
-            "arena base {base:#x} or shape {geometry} does not fit the word"
-        );
+    /// Publishes the arena at `base` with shape `geometry`; false (and nothing
+    /// published) if `base` has any of the shape's bits set or `geometry` does not fit
+    /// them: a bug of the caller, which reserves the arena aligned to a region. (No
+    /// panic: the caller is inside an allocation.)
+    #[must_use]
+    pub fn publish(&self, base: usize, geometry: usize) -> bool {
+        if base & SHAPE_MASK != 0 || geometry > SHAPE_MASK {
+            return false;
+        }
         // Relaxed: the pair is one value, so no load can see half of it. A thread that
         // needs the new arena (one that allocates from it, or frees a block of it)
         // reached it through the allocator's release of its ready state, stored after
         // this, so it loads this value or a later one (coherence); a thread decoding
         // an address that is not in the arena gets "outside" from either value.
         self.0.store(base | geometry, Ordering::Relaxed);
+        true
     }
 
     /// The arena's base and shape, from one load (see [`publish`](Self::publish) for
@@ -84,13 +84,15 @@ mod tests {
     fn the_word_holds_a_base_and_a_shape() {
         let w = ArenaWord::new();
         assert_eq!(w.load(), (NO_ARENA, 0));
-        w.publish(0x7f12_3440_0000, 7);
+        assert!(w.publish(0x7f12_3440_0000, 7));
         assert_eq!(w.load(), (0x7f12_3440_0000, 7));
     }
 
     #[test]
-    #[should_panic(expected = "does not fit the word")]
-    fn a_misaligned_base_is_refused() {
-        ArenaWord::new().publish(0x7f12_3440_0008, 1);
+    fn a_misaligned_base_or_a_shape_too_big_is_refused() {
+        let w = ArenaWord::new();
+        assert!(!w.publish(0x7f12_3440_0008, 1));
+        assert!(!w.publish(0x7f12_3440_0000, SHAPES));
+        assert_eq!(w.load(), (NO_ARENA, 0), "nothing published");
     }
 }

@@ -1,28 +1,37 @@
-//! Blocks too big for a size class (or too strictly aligned): page-granular mappings
-//! with a 16-byte header in front of the block that records the mapping. Mappings of
-//! up to [`LARGE_MAX`] ("large") are kept in a small cache when freed and reused;
-//! bigger ones ("very large") go back to the system on free. A block that `realloc`
-//! shrinks by at least [`TRIM_MIN`] gives the tail of its mapping back at once.
+//! Blocks outside the arena: large slots (`large`), small blocks that spilled
+//! (`spill`), and mappings of their own ("big" blocks: above 4 MiB, or aligned beyond
+//! a page, or whatever the large range cannot serve). This module serves the last and
+//! sends every call about an address outside the arena to the part that owns it.
+//!
+//! Every big block is recorded: a table of (block, mapping start, mapping length),
+//! kept in memory the allocator maps for it, outside every block. A `free` or
+//! `malloc_usable_size` of an address outside the arena finds it there or refuses it,
+//! reading nothing at the address: exact for any address, where until 2026-11-29 a
+//! 16-byte header in front of the block was read (after probing its page with
+//! `mincore`) and believed when it looked like a mapping's, so 16 bytes of a program's
+//! own buffer that looked like one made `free` unmap the buffer, and a header in a
+//! `PROT_NONE` page crashed inside the allocator. Without the header a block starts at
+//! its mapping's start (or at the first multiple of its alignment).
+//!
+//! Freed mappings of up to [`LARGE_MAX`] are kept in a small cache and reused by the
+//! next request that fits (at any alignment; until 2026-11-29 only requests aligned to a
+//! page or less looked, and the large range serves those first, so the cache filled and
+//! stayed resident); [`trim`] gives them back. Bigger mappings go back to the system on
+//! free. A block that `realloc` shrinks by at least [`TRIM_MIN`] gives the tail of its
+//! mapping back at once, and one that grows moves its mapping (`mremap`).
 //!
 //! A mapping the system refuses to unmap (`munmap` fails when splitting a mapping would
 //! exceed the process's mapping limit) is not lost: its pages are released with
 //! `MADV_DONTNEED`, it stays counted as mapped, and it is kept for reuse.
-//!
-//! Blocks up to 4 MiB, at most page-aligned, are slots of the large range instead
-//! (`large`), while it has room; so are small requests whose heap's region is full.
-//! Small requests neither can serve (no arena or range could be reserved: a limit on
-//! the address space) come from the C library's `malloc` with the same header, marked,
-//! rather than a page-granular mapping each.
 
 use crate::class::round_up;
+use crate::fatal::{debug_check, Message};
 use crate::lock::Lock;
 use crate::os::{self, PAGE};
 use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-/// The header in front of every big block: where its mapping starts and how long it is.
-const HEADER: usize = 16;
 /// Mappings up to this length are cached when freed.
 pub(crate) const LARGE_MAX: usize = 1 << 20;
 /// Cached mappings at most.
@@ -30,10 +39,6 @@ const CACHE_SLOTS: usize = 32;
 /// A shrink that frees at least this much of a block's mapping unmaps the freed tail;
 /// a smaller one keeps the mapping as it is (no system call).
 pub(crate) const TRIM_MIN: usize = 64 << 10;
-
-/// Marks a header's length word: the block came from the C library's `malloc`, and the
-/// header's start word is what `malloc` returned.
-const FROM_LIBC: usize = 1 << (usize::BITS - 1);
 
 // The counters below are figures for `stats()`, updated with relaxed read-modify-writes
 // everywhere: nothing is published through them, and no memory is reached by reading
@@ -43,32 +48,192 @@ pub(crate) static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
 pub(crate) static MAPPED_BYTES: AtomicU64 = AtomicU64::new(0);
 /// `munmap` calls the system refused.
 pub(crate) static UNMAP_FAILURES: AtomicU64 = AtomicU64::new(0);
-/// Small blocks served by the C library because the arena could not.
-pub(crate) static LIBC_BLOCKS: AtomicU64 = AtomicU64::new(0);
-/// Small blocks served by the large range because their heap's region was full.
-pub(crate) static SMALL_IN_LARGE: AtomicU64 = AtomicU64::new(0);
 
-struct Cache {
-    lock: Lock,
-    slots: UnsafeCell<[(usize, *mut u8); CACHE_SLOTS]>,
-    /// Mappings the system refused to unmap, linked through their first two words
-    /// (length, next).
-    kept: UnsafeCell<*mut u8>,
+// ---- the record of big blocks ------------------------------------------------------
+
+/// One big block: its address (0 for an empty slot), and its mapping.
+#[derive(Clone, Copy)]
+struct Entry {
+    block: usize,
+    start: *mut u8,
+    len: usize,
 }
 
-// SAFETY: `slots` and `kept` are only touched while `lock` is held.
-unsafe impl Sync for Cache {}
-
-static CACHE: Cache = Cache {
-    lock: Lock::new(),
-    slots: UnsafeCell::new([(0, ptr::null_mut()); CACHE_SLOTS]),
-    kept: UnsafeCell::new(ptr::null_mut()),
+const EMPTY: Entry = Entry {
+    block: 0,
+    start: ptr::null_mut(),
+    len: 0,
 };
 
-fn with_cache<R>(f: impl FnOnce(&mut [(usize, *mut u8); CACHE_SLOTS]) -> R) -> R {
-    let _held = CACHE.lock.lock();
+/// Live big blocks: open addressing with linear probing, in a mapping of its own that
+/// doubles when half full.
+struct Record {
+    table: *mut Entry,
+    cap: usize,
+    len: usize,
+}
+
+const FIRST_CAP: usize = 256;
+
+impl Record {
+    fn home(&self, block: usize) -> usize {
+        ((block / PAGE).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 17) & (self.cap - 1)
+    }
+
+    fn slot(&self, i: usize) -> *mut Entry {
+        self.table.wrapping_add(i)
+    }
+
+    /// The slot that holds `block`, if any.
+    fn find(&self, block: usize) -> Option<usize> {
+        if self.cap == 0 {
+            return None;
+        }
+        let mut i = self.home(block);
+        loop {
+            // SAFETY: `i < cap`; the table's `cap` entries are mapped and initialised.
+            let e = unsafe { self.slot(i).read() };
+            if e.block == block {
+                return Some(i);
+            }
+            if e.block == 0 {
+                return None;
+            }
+            i = (i + 1) & (self.cap - 1);
+        }
+    }
+
+    fn get(&self, block: usize) -> Option<Entry> {
+        // SAFETY: a slot index below `cap`.
+        self.find(block).map(|i| unsafe { self.slot(i).read() })
+    }
+
+    /// Records `e` (its block not recorded yet); false when the table is full and the
+    /// system refuses the memory to grow it.
+    fn insert(&mut self, e: Entry) -> bool {
+        if 2 * (self.len + 1) > self.cap && !self.grow() {
+            return false;
+        }
+        let mut i = self.home(e.block);
+        // SAFETY: `i < cap`, as below; at most half the slots are used, so one is empty.
+        while unsafe { self.slot(i).read() }.block != 0 {
+            i = (i + 1) & (self.cap - 1);
+        }
+        // SAFETY: as above.
+        unsafe { self.slot(i).write(e) };
+        self.len += 1;
+        true
+    }
+
+    /// Removes `block`'s entry and returns it.
+    fn remove(&mut self, block: usize) -> Option<Entry> {
+        let mut hole = self.find(block)?;
+        // SAFETY: slot indices below `cap`, here and below.
+        let gone = unsafe { self.slot(hole).read() };
+        // Backward shift: later entries of the run that may sit in the hole move up.
+        let mut j = hole;
+        loop {
+            j = (j + 1) & (self.cap - 1);
+            // SAFETY: as above.
+            let e = unsafe { self.slot(j).read() };
+            if e.block == 0 {
+                break;
+            }
+            let k = self.home(e.block);
+            // `e` may move to the hole if its home is not cyclically in (hole, j].
+            let stays = if hole <= j {
+                hole < k && k <= j
+            } else {
+                hole < k || k <= j
+            };
+            if !stays {
+                // SAFETY: as above.
+                unsafe { self.slot(hole).write(e) };
+                hole = j;
+            }
+        }
+        // SAFETY: as above.
+        unsafe { self.slot(hole).write(EMPTY) };
+        self.len -= 1;
+        Some(gone)
+    }
+
+    /// Doubles the table (or makes the first one); false when the system refuses.
+    fn grow(&mut self) -> bool {
+        let cap = if self.cap == 0 {
+            FIRST_CAP
+        } else {
+            2 * self.cap
+        };
+        let bytes = cap * core::mem::size_of::<Entry>();
+        let table = os::map(bytes).cast::<Entry>();
+        if table.is_null() {
+            return false;
+        }
+        // The new mapping reads as zeros: every slot empty (block 0, start null).
+        let old = core::mem::replace(self, Record { table, cap, len: 0 });
+        for i in 0..old.cap {
+            // SAFETY: the old table's entries below its `cap`.
+            let e = unsafe { old.slot(i).read() };
+            if e.block != 0 {
+                let inserted = self.insert(e);
+                debug_check!(inserted, "a grown record holds the old one's entries");
+            }
+        }
+        if old.cap > 0 {
+            // SAFETY: the old table is a whole mapping of ours that nothing uses now.
+            unsafe { os::unmap(old.table.cast(), old.cap * core::mem::size_of::<Entry>()) };
+        }
+        true
+    }
+}
+
+struct State {
+    /// Freed mappings kept for reuse: (length, start), or (0, null).
+    cache: [(usize, *mut u8); CACHE_SLOTS],
+    /// Mappings the system refused to unmap, linked through their first two words
+    /// (length, next).
+    kept: *mut u8,
+    record: Record,
+}
+
+struct Big {
+    lock: Lock,
+    state: UnsafeCell<State>,
+}
+
+// SAFETY: `state` is only touched while `lock` is held.
+unsafe impl Sync for Big {}
+
+static BIG: Big = Big {
+    lock: Lock::new(),
+    state: UnsafeCell::new(State {
+        cache: [(0, ptr::null_mut()); CACHE_SLOTS],
+        kept: ptr::null_mut(),
+        record: Record {
+            table: ptr::null_mut(),
+            cap: 0,
+            len: 0,
+        },
+    }),
+};
+
+/// This part's lock, held across a fork (see `crate::fork`).
+struct BigLock;
+
+impl crate::fork::LockSet for BigLock {
+    fn each(mut f: impl FnMut(&'static Lock)) {
+        f(&BIG.lock);
+    }
+}
+
+static FORK: crate::fork::Handlers = crate::fork::Handlers::new::<BigLock>();
+
+fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    FORK.register();
+    let _held = BIG.lock.lock();
     // SAFETY: the lock is held.
-    f(unsafe { &mut *CACHE.slots.get() })
+    f(unsafe { &mut *BIG.state.get() })
 }
 
 /// Unmaps a whole mapping, or, if the system refuses, releases its pages and keeps it
@@ -86,25 +251,23 @@ unsafe fn unmap_or_keep(start: *mut u8, len: usize) {
     UNMAP_FAILURES.fetch_add(1, Ordering::Relaxed);
     // SAFETY: the mapping is ours and unused; releasing its pages keeps it mapped.
     unsafe { os::release(start, len) };
-    let _held = CACHE.lock.lock();
-    // SAFETY: the lock is held; the mapping's first two words are ours to write (a
-    // mapping is at least a page).
-    unsafe {
-        let kept = &mut *CACHE.kept.get();
-        start.cast::<usize>().write(len);
-        start.cast::<*mut u8>().add(1).write(*kept);
-        *kept = start;
-    }
+    with_state(|s| {
+        // SAFETY: the mapping's first two words are ours to write (a mapping is at least
+        // a page).
+        unsafe {
+            start.cast::<usize>().write(len);
+            start.cast::<*mut u8>().add(1).write(s.kept);
+        }
+        s.kept = start;
+    });
 }
 
 /// Takes a kept mapping (see [`unmap_or_keep`]) of at least `len` bytes, with its
-/// length; `None` when there is none.
-fn take_kept(len: usize) -> Option<(usize, *mut u8)> {
-    let _held = CACHE.lock.lock();
-    // SAFETY: the lock is held; every mapping on the list holds (length, next) in its
-    // first two words.
+/// length; `None` when there is none. Called with the lock held.
+fn take_kept(s: &mut State, len: usize) -> Option<(usize, *mut u8)> {
+    // SAFETY: every mapping on the list holds (length, next) in its first two words.
     unsafe {
-        let mut link: *mut *mut u8 = CACHE.kept.get();
+        let mut link: *mut *mut u8 = &mut s.kept;
         while !(*link).is_null() {
             let m = *link;
             let l = m.cast::<usize>().read();
@@ -119,62 +282,14 @@ fn take_kept(len: usize) -> Option<(usize, *mut u8)> {
     None
 }
 
-/// This part's lock, held across a fork (see `crate::fork`).
-struct CacheLock;
-
-impl crate::fork::LockSet for CacheLock {
-    fn each(mut f: impl FnMut(&'static Lock)) {
-        f(&CACHE.lock);
-    }
-}
-
-static FORK: crate::fork::Handlers = crate::fork::Handlers::new::<CacheLock>();
-
-/// Where the block starts in its mapping, at most, for `align`.
+/// Where a block aligned to `align` starts in its mapping, at most.
 const fn max_lead(align: usize) -> usize {
-    if align <= PAGE {
-        if align > HEADER {
-            align
-        } else {
-            HEADER
-        }
-    } else {
-        align + HEADER
-    }
+    align.saturating_sub(PAGE)
 }
 
-/// Writes the header of the block at `p`: the length word (the mapping's length, or the
-/// `malloc` size marked [`FROM_LIBC`]) and where its memory starts.
-///
-/// # Safety
-/// `[p - HEADER, p)` lies inside the block's memory, before the block, and `p` is
-/// 16-aligned.
-unsafe fn write_header(p: *mut u8, len_word: usize, start: *mut u8) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        p.sub(HEADER).cast::<usize>().write(len_word);
-        p.sub(HEADER / 2).cast::<*mut u8>().write(start);
-    }
-}
-
-/// Places a block aligned to `align` in memory starting at `start` (page- or
-/// 16-aligned), after room for its header, writes the header, and returns the block.
-///
-/// # Safety
-/// At least `max_lead(align)` bytes, plus the block's size, are usable from `start`.
-unsafe fn place(start: *mut u8, align: usize, len_word: usize) -> *mut u8 {
-    let lead = (start.addr() + HEADER).next_multiple_of(align.max(HEADER)) - start.addr();
-    debug_assert!(lead >= HEADER && lead <= max_lead(align));
-    let p = start.wrapping_add(lead);
-    // SAFETY: `HEADER <= lead <= max_lead(align)`: the header lies in the caller's
-    // memory just before the block; `p` is a multiple of `align.max(HEADER)`.
-    unsafe { write_header(p, len_word, start) };
-    p
-}
-
-/// Allocates `size` bytes at `align` in a mapping of its own. Returns the block and
-/// whether its memory is known to be zero; null when the system refuses or the size
-/// overflows.
+/// Allocates `size` bytes at `align`: a large slot if the large range serves it, else a
+/// mapping of its own. Returns the block and whether its memory is known to be zero;
+/// null when the system refuses or the size overflows.
 pub(crate) fn alloc(size: usize, align: usize) -> (*mut u8, bool) {
     // Up to 4 MiB, a slot of the large range (`large`), if it has room.
     if let Some(block) = crate::large::alloc(size, align) {
@@ -187,246 +302,352 @@ pub(crate) fn alloc(size: usize, align: usize) -> (*mut u8, bool) {
     else {
         return (ptr::null_mut(), false);
     };
-    let mut fresh = true;
-    let mut start = ptr::null_mut();
-    let mut map_len = len;
-    // The cache's lock (used here, or when this block is freed) is covered by the fork
-    // handlers from its first use on.
-    FORK.register();
-    if len <= LARGE_MAX && align <= PAGE {
-        // A cached mapping no more than a quarter longer than needed.
-        if let Some((l, s)) = with_cache(|slots| {
-            let i = slots
+    let reused = with_state(|s| {
+        if len <= LARGE_MAX {
+            // A cached mapping no more than a quarter longer than needed.
+            if let Some(i) = s
+                .cache
                 .iter()
-                .position(|&(l, s)| !s.is_null() && l >= len && l <= len + len / 4)?;
-            Some(core::mem::replace(&mut slots[i], (0, ptr::null_mut())))
-        }) {
-            start = s;
-            map_len = l;
-            fresh = false;
+                .position(|&(l, m)| !m.is_null() && l >= len && l <= len + len / 4)
+            {
+                return Some(core::mem::replace(&mut s.cache[i], (0, ptr::null_mut())));
+            }
         }
-    }
-    if start.is_null() && UNMAP_FAILURES.load(Ordering::Relaxed) > 0 {
-        if let Some((l, s)) = take_kept(len) {
-            start = s;
-            map_len = l;
-            fresh = false;
+        if UNMAP_FAILURES.load(Ordering::Relaxed) > 0 {
+            return take_kept(s, len);
         }
-    }
-    if start.is_null() {
-        start = os::map(len);
-        if start.is_null() {
-            return (ptr::null_mut(), false);
+        None
+    });
+    let (map_len, start, fresh) = match reused {
+        Some((l, m)) => (l, m, false),
+        None => {
+            let m = os::map(len);
+            if m.is_null() {
+                return (ptr::null_mut(), false);
+            }
+            MAPPED_BYTES.fetch_add(len as u64, Ordering::Relaxed);
+            (len, m, true)
         }
-        MAPPED_BYTES.fetch_add(len as u64, Ordering::Relaxed);
+    };
+    // A mapping starts on a page: the block at the first multiple of its alignment.
+    let p = start.wrapping_add(start.addr().wrapping_neg() & (align.max(PAGE) - 1));
+    let recorded = with_state(|s| {
+        s.record.insert(Entry {
+            block: p.addr(),
+            start,
+            len: map_len,
+        })
+    });
+    if !recorded {
+        // No memory for the record: the block cannot be found again, so it is not
+        // handed out.
+        // SAFETY: the mapping is ours, whole, and unused.
+        unsafe { unmap_or_keep(start, map_len) };
+        return (ptr::null_mut(), false);
     }
-    // SAFETY: the mapping holds `max_lead(align) + size` bytes from `start`.
-    let p = unsafe { place(start, align, map_len) };
     LIVE_BLOCKS.fetch_add(1, Ordering::Relaxed);
     LIVE_BYTES.fetch_add(map_len as u64, Ordering::Relaxed);
     (p, fresh)
 }
 
-/// The mapping length and start recorded in a big block's header.
-///
-/// # Safety
-/// `p` is a live block returned by [`alloc`].
-pub(crate) unsafe fn mapping(p: *mut u8) -> (usize, *mut u8) {
-    // SAFETY: the header written by `alloc` sits just before the block.
-    unsafe {
-        (
-            p.sub(HEADER).cast::<usize>().read(),
-            p.sub(HEADER / 2).cast::<*mut u8>().read(),
-        )
+/// A small request that its heap's region or the arena could not serve: a block of its
+/// class outside the arena (`spill`) when the class's alignment is all it needs, else a
+/// mapping of its own. The biggest class (256 KiB, three to a chunk of 1 MiB) takes a
+/// slot of the large range's smallest class first. Null when the system refuses.
+pub(crate) fn alloc_small_elsewhere(c: usize, size: usize, align: usize) -> *mut u8 {
+    if crate::class::class_size(c) >= (1 << 20) / 4 {
+        if let Some((p, _)) = crate::large::alloc(size, align) {
+            return p;
+        }
+    }
+    if crate::spill::serves(c, align) {
+        let p = crate::spill::alloc(c);
+        if !p.is_null() {
+            return p;
+        }
+    }
+    alloc(size, align).0
+}
+
+/// What lies at an address outside the arena.
+pub(crate) enum Outside {
+    /// A slot of the large range.
+    Large,
+    /// A small block outside the arena.
+    Spill,
+    /// A mapping of its own, recorded.
+    Mapping,
+}
+
+/// What `p`, an address outside the arena, is: exactly, for any address, reading
+/// nothing at it. `None` when it is no block of this allocator (or, in the large range,
+/// not a slot's start).
+pub(crate) fn find(p: *mut u8) -> Option<Outside> {
+    if crate::large::holds(p) {
+        return crate::large::is_slot(p).then_some(Outside::Large);
+    }
+    if crate::spill::find(p).is_some() {
+        return Some(Outside::Spill);
+    }
+    with_state(|s| s.record.find(p.addr()).is_some()).then_some(Outside::Mapping)
+}
+
+/// The record of the big block at `p`; a live block that is not recorded is a bug of
+/// the caller (a Rust caller's contract), which stops the process.
+fn entry(p: *mut u8, what: &str) -> Entry {
+    match with_state(|s| s.record.get(p.addr())) {
+        Some(e) => e,
+        None => not_a_block(p, what),
     }
 }
 
-/// Allocates a small block (`size <= MAX_SMALL`) that the arena could not serve, from
-/// the C library's `malloc`, with the header marked [`FROM_LIBC`]. Null when `malloc`
-/// refuses.
-pub(crate) fn alloc_libc(size: usize, align: usize) -> *mut u8 {
-    // A full region first overflows into the large range's smallest class.
-    if let Some((p, _)) = crate::large::alloc(size, align) {
-        SMALL_IN_LARGE.fetch_add(1, Ordering::Relaxed);
-        return p;
-    }
-    let Some(total) = size.max(1).checked_add(max_lead(align)) else {
-        return ptr::null_mut();
-    };
-    // SAFETY: `malloc` with a non-zero size; it returns memory aligned to at least 16.
-    let start = unsafe { libc::malloc(total) }.cast::<u8>();
-    if start.is_null() {
-        return ptr::null_mut();
-    }
-    // SAFETY: `malloc` gave `max_lead(align) + size` bytes from `start`, 16-aligned.
-    let p = unsafe { place(start, align, total | FROM_LIBC) };
-    LIBC_BLOCKS.fetch_add(1, Ordering::Relaxed);
-    LIVE_BLOCKS.fetch_add(1, Ordering::Relaxed);
-    LIVE_BYTES.fetch_add(total as u64, Ordering::Relaxed);
-    p
+#[cold]
+#[inline(never)]
+fn not_a_block(p: *mut u8, what: &str) -> ! {
+    Message::new()
+        .text(what)
+        .text("(")
+        .hex(p.addr())
+        .text("): not a block of this allocator (freed twice, never allocated, or another allocator's); aborting")
+        .abort()
 }
 
-/// How many bytes the block at `p` may use in place.
+/// How many bytes the block at `p` (outside the arena) may use in place.
 ///
 /// # Safety
-/// As for [`mapping`].
+/// `p` is a live block outside the arena.
 pub(crate) unsafe fn usable(p: *mut u8) -> usize {
     if crate::large::holds(p) {
         // SAFETY: a live large block.
         return unsafe { crate::large::usable(p) };
     }
-    // SAFETY: the caller's contract.
-    let (len, start) = unsafe { mapping(p) };
-    (len & !FROM_LIBC) - (p.addr() - start.addr())
+    if let Some(c) = crate::spill::find(p) {
+        return crate::class::class_size(c);
+    }
+    let e = entry(p, "malloc_usable_size");
+    e.len - (p.addr() - e.start.addr())
 }
 
 /// Grows a very large block to `new_size` bytes by moving its mapping (`mremap`)
 /// instead of copying it: the pages move as they are, so growing a big buffer copies
 /// nothing and faults in only the growth. (A shrink never comes here: the block stays
-/// where it is, see [`shrink`].) Returns the block at its new
-/// address, the bytes and the block's offset in its page kept; null when the result
-/// would not be very large, when the block is aligned beyond a page (a moved mapping
-/// keeps only page alignment), or when the system refuses (the block is then unchanged
-/// and the caller copies).
+/// where it is, see [`shrink`].) Returns the block at its new address, the bytes and
+/// the block's offset in its page kept; null when the block is not a mapping, when the
+/// result would not be very large, when the block is aligned beyond a page (a moved
+/// mapping keeps only page alignment), or when the system refuses (the block is then
+/// unchanged and the caller copies).
 ///
 /// # Safety
-/// `p` is a live block returned by [`alloc`] with alignment `align`.
+/// `p` is a live block outside the arena with alignment `align`.
 pub(crate) unsafe fn remap(p: *mut u8, align: usize, new_size: usize) -> *mut u8 {
-    if crate::large::holds(p) {
-        return ptr::null_mut(); // a slot of the large range: the caller copies
+    if crate::large::holds(p) || crate::spill::find(p).is_some() {
+        return ptr::null_mut(); // the caller copies
     }
-    // SAFETY: the caller's contract.
-    let (len, start) = unsafe { mapping(p) };
-    let lead = p.addr() - start.addr();
+    let e = entry(p, "realloc");
+    let lead = p.addr() - e.start.addr();
     let Some(new_len) = lead.checked_add(new_size).and_then(|n| round_up(n, PAGE)) else {
         return ptr::null_mut();
     };
-    if align > PAGE || new_len <= LARGE_MAX || len & FROM_LIBC != 0 {
+    if align > PAGE || new_len <= LARGE_MAX {
         return ptr::null_mut();
     }
-    // SAFETY: `start, len` is the block's mapping (its header says so), and on success
+    // SAFETY: `start, len` is the block's mapping (its record says so), and on success
     // only the returned mapping is used.
-    let new_start = unsafe { os::remap(start, len, new_len) };
+    let new_start = unsafe { os::remap(e.start, e.len, new_len) };
     if new_start.is_null() {
         return ptr::null_mut();
     }
     let q = new_start.wrapping_add(lead);
-    // SAFETY: the header's two words lie in the moved mapping just before the block,
-    // as they did in the old one (`lead >= HEADER`).
-    unsafe { write_header(q, new_len, new_start) };
+    with_state(|s| {
+        s.record.remove(p.addr());
+        // One entry out, one in: the table does not grow.
+        let recorded = s.record.insert(Entry {
+            block: q.addr(),
+            start: new_start,
+            len: new_len,
+        });
+        debug_check!(recorded, "a moved block's record fits where it was");
+    });
     // Both counters move by the same difference; wrapping adds of its two's complement
     // when it shrinks.
-    let diff = (new_len as u64).wrapping_sub(len as u64);
+    let diff = (new_len as u64).wrapping_sub(e.len as u64);
     LIVE_BYTES.fetch_add(diff, Ordering::Relaxed);
     MAPPED_BYTES.fetch_add(diff, Ordering::Relaxed);
     q
 }
 
-/// Shrinks the big block at `p` in place to `new_size` bytes: when that frees at least
-/// [`TRIM_MIN`] of its mapping, the tail past the last page the block still needs is
-/// unmapped and its memory goes back to the system. The block's address and alignment
-/// do not change. (If the system refuses, which it may do when the tail is the middle
-/// of a larger mapping and the process is at its mapping limit, the block keeps its
-/// whole mapping.)
+/// Shrinks the block at `p` (outside the arena) in place to `new_size` bytes: for a
+/// mapping, when that frees at least [`TRIM_MIN`] of it, the tail past the last page the
+/// block still needs is unmapped and its memory goes back to the system. The block's
+/// address and alignment do not change. (If the system refuses, which it may do when
+/// the tail is the middle of a larger mapping and the process is at its mapping limit,
+/// the block keeps its whole mapping.)
 ///
 /// # Safety
-/// `p` is a live block returned by [`alloc`], and `new_size <= usable(p)`.
+/// `p` is a live block outside the arena, and `new_size <= usable(p)`.
 pub(crate) unsafe fn shrink(p: *mut u8, new_size: usize) {
     if crate::large::holds(p) {
         // SAFETY: a live large block; `new_size` fits it.
         unsafe { crate::large::shrink(p, new_size) };
         return;
     }
-    // SAFETY: the caller's contract.
-    let (len, start) = unsafe { mapping(p) };
-    if len & FROM_LIBC != 0 {
+    if crate::spill::find(p).is_some() {
         return;
     }
-    let lead = p.addr() - start.addr();
-    debug_assert!(lead + new_size <= len);
+    let e = entry(p, "realloc");
+    let lead = p.addr() - e.start.addr();
+    debug_check!(
+        lead + new_size <= e.len,
+        "a shrink keeps within the mapping"
+    );
     let Some(new_len) = round_up(lead + new_size.max(1), PAGE) else {
         return;
     };
-    if len - new_len < TRIM_MIN {
+    if e.len - new_len < TRIM_MIN {
         return;
     }
     // SAFETY: `[start + new_len, start + len)` is the end of the block's own mapping,
     // page-aligned, past every byte the shrunk block uses.
-    if !unsafe { os::unmap(start.wrapping_add(new_len), len - new_len) } {
+    if !unsafe { os::unmap(e.start.wrapping_add(new_len), e.len - new_len) } {
         UNMAP_FAILURES.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    // SAFETY: the header lies before the block, inside the part of the mapping kept.
-    unsafe { p.sub(HEADER).cast::<usize>().write(new_len) };
-    let freed = (len - new_len) as u64;
+    with_state(|s| {
+        if let Some(i) = s.record.find(p.addr()) {
+            // SAFETY: a slot of the record's table.
+            unsafe { (*s.record.slot(i)).len = new_len };
+        }
+    });
+    let freed = (e.len - new_len) as u64;
     LIVE_BYTES.fetch_sub(freed, Ordering::Relaxed);
     MAPPED_BYTES.fetch_sub(freed, Ordering::Relaxed);
 }
 
-/// Whether `p` can be a live block made by [`alloc`], for the C API's `free`, whose
-/// caller may pass any address: a large slot's start, or a block whose header reads
-/// as one of this module's mappings (the mapping's start and length page multiples,
-/// `p` inside it at least a header from its start). The header's page is probed with
-/// `mincore` first, so an address whose header would lie in no mapping is refused
-/// rather than read. A block the C library's `malloc` served ([`FROM_LIBC`]) is
-/// refused too: the C API never makes one (see `capi`).
-pub(crate) fn plausible(p: *mut u8) -> bool {
-    if crate::large::holds(p) {
-        return crate::large::is_slot(p);
-    }
-    if !p.addr().is_multiple_of(HEADER) || p.addr() < PAGE + HEADER {
-        return false;
-    }
-    let page = (p.addr() - HEADER) & !(PAGE - 1);
-    let mut resident = 0u8;
-    // SAFETY: `mincore` only writes one byte per page of the range to `resident`, and
-    // fails with ENOMEM when the page is not mapped.
-    if unsafe { libc::mincore(page as *mut libc::c_void, 1, &mut resident) } != 0 {
-        return false;
-    }
-    // SAFETY: the header's page is mapped (above); the two words lie in it, since `p`
-    // is 16-aligned.
-    let (len, start) = unsafe { mapping(p) };
-    let start = start.addr();
-    len & FROM_LIBC == 0
-        && len.is_multiple_of(PAGE)
-        && start.is_multiple_of(PAGE)
-        && p.addr().wrapping_sub(start) >= HEADER
-        && p.addr().wrapping_sub(start) < len
-}
-
-/// Frees a block made by [`alloc`]: cached if large and there is room, else unmapped.
+/// Frees the block at `p`, outside the arena: a large slot or a spilled block goes back
+/// to its part; a mapping is cached if it is small enough and there is room, else
+/// unmapped. An address that is none of these (a mapping freed twice, or never made)
+/// stops the process with a message.
 ///
 /// # Safety
-/// `p` is a live block returned by [`alloc`], and nobody uses it again.
+/// `p` is a block outside the arena that nobody uses again.
 pub(crate) unsafe fn free(p: *mut u8) {
     if crate::large::holds(p) {
-        // SAFETY: a live large block, no longer used.
+        // SAFETY: a large block, no longer used.
         unsafe { crate::large::free(p) };
         return;
     }
-    // SAFETY: the caller's contract.
-    let (len, start) = unsafe { mapping(p) };
-    LIVE_BLOCKS.fetch_sub(1, Ordering::Relaxed);
-    if len & FROM_LIBC != 0 {
-        LIVE_BYTES.fetch_sub((len & !FROM_LIBC) as u64, Ordering::Relaxed);
-        // SAFETY: `start` is what `malloc` returned for this block, freed once.
-        unsafe { libc::free(start.cast()) };
+    if let Some(c) = crate::spill::find(p) {
+        // SAFETY: a spilled block of class `c`, no longer used.
+        unsafe { crate::spill::free(p, c) };
         return;
     }
-    LIVE_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
-    if len <= LARGE_MAX {
-        let kept = with_cache(|slots| match slots.iter().position(|s| s.1.is_null()) {
-            Some(i) => {
-                slots[i] = (len, start);
-                true
+    let cached = with_state(|s| {
+        let e = s.record.remove(p.addr())?;
+        if e.len <= LARGE_MAX {
+            if let Some(slot) = s.cache.iter_mut().find(|(_, m)| m.is_null()) {
+                *slot = (e.len, e.start);
+                return Some((e, true));
             }
-            None => false,
-        });
-        if kept {
-            return;
+        }
+        Some((e, false))
+    });
+    let Some((e, cached)) = cached else {
+        not_a_block(p, "free");
+    };
+    LIVE_BLOCKS.fetch_sub(1, Ordering::Relaxed);
+    LIVE_BYTES.fetch_sub(e.len as u64, Ordering::Relaxed);
+    if !cached {
+        // SAFETY: exactly the mapping `alloc` made (its record), no longer used.
+        unsafe { unmap_or_keep(e.start, e.len) };
+    }
+}
+
+/// Gives the cached mappings back to the system (`trim`, `malloc_trim`); returns their
+/// bytes.
+pub(crate) fn trim() -> usize {
+    let taken =
+        with_state(|s| core::mem::replace(&mut s.cache, [(0, ptr::null_mut()); CACHE_SLOTS]));
+    let mut bytes = 0;
+    for (len, start) in taken {
+        if !start.is_null() {
+            // SAFETY: a whole mapping of ours that the cache held and nobody uses.
+            unsafe { unmap_or_keep(start, len) };
+            bytes += len;
         }
     }
-    // SAFETY: exactly the mapping `alloc` made, no longer used.
-    unsafe { unmap_or_keep(start, len) };
+    bytes
+}
+
+/// Big blocks recorded now (for tests).
+#[cfg(test)]
+fn recorded() -> usize {
+    with_state(|s| s.record.len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg_attr(miri, ignore = "maps memory")]
+    fn the_record_finds_every_live_block_and_nothing_else() {
+        let before = recorded();
+        // More than the first table holds, so it grows twice; sizes past the large
+        // range, and alignments beyond a page.
+        let blocks: Vec<(*mut u8, usize)> = (0..600)
+            .map(|k| {
+                let align = if k % 3 == 0 { 1 << (13 + k % 4) } else { 16 };
+                let size = (5 << 20) + k * 4096;
+                let (p, _) = alloc(size, align);
+                assert!(!p.is_null());
+                assert_eq!(p.addr() % align, 0);
+                // SAFETY: a live block of `size` bytes.
+                assert!(unsafe { usable(p) } >= size);
+                (p, size)
+            })
+            .collect();
+        assert_eq!(recorded(), before + blocks.len());
+        for &(p, _) in &blocks {
+            assert!(matches!(find(p), Some(Outside::Mapping)));
+            assert!(
+                find(p.wrapping_add(PAGE)).is_none(),
+                "an address inside a block"
+            );
+        }
+        let local = 0u64;
+        assert!(find((&raw const local).cast_mut().cast()).is_none());
+        // Free every other one, then the rest: each removal keeps the others findable.
+        for &(p, _) in blocks.iter().step_by(2) {
+            // SAFETY: live blocks, freed once.
+            unsafe { free(p) };
+            assert!(find(p).is_none());
+        }
+        for &(p, _) in blocks.iter().skip(1).step_by(2) {
+            assert!(matches!(find(p), Some(Outside::Mapping)));
+            // SAFETY: as above.
+            unsafe { free(p) };
+        }
+        assert_eq!(recorded(), before);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "maps memory")]
+    fn a_freed_aligned_mapping_is_reused_and_trim_gives_the_cache_back() {
+        let align = 8192;
+        let size = 900 << 10;
+        let (p, _) = alloc(size, align);
+        assert!(!p.is_null() && p.addr() % align == 0);
+        // SAFETY: a live block, freed once.
+        unsafe { free(p) };
+        let (q, fresh) = alloc(size, align);
+        assert!(!fresh, "the cached mapping was not reused");
+        assert_eq!(q.addr() % align, 0);
+        // SAFETY: as above.
+        unsafe { free(q) };
+        assert!(trim() >= size);
+        let (r, fresh) = alloc(size, align);
+        assert!(fresh, "trim left a cached mapping");
+        // SAFETY: as above.
+        unsafe { free(r) };
+    }
 }

@@ -223,14 +223,13 @@ pub fn aligned_within(p: *mut u8, align: usize) -> *mut u8 {
 }
 
 /// The block of class `c` (a power of two, as [`class_for`] gives for over-aligned
-/// requests) that holds `p`, an address [`aligned_within`] gave in it. A block of class
-/// `c` starts at a region start (aligned to the region's size, a multiple of the
-/// class's) plus [`first_block`]`(c)` plus a multiple of the class size, so its address
-/// is `first_block(c)` modulo the class size.
+/// requests; the caller's contract) that holds `p`, an address [`aligned_within`] gave
+/// in it. A block of class `c` starts at a region start (aligned to the region's size, a
+/// multiple of the class's) plus [`first_block`]`(c)` plus a multiple of the class size,
+/// so its address is `first_block(c)` modulo the class size.
 #[inline(always)]
 pub fn block_of_aligned(p: *mut u8, c: usize) -> *mut u8 {
     let size = class_size(c);
-    debug_assert!(size.is_power_of_two());
     p.wrapping_sub(p.addr().wrapping_sub(first_block(c)) & (size - 1))
 }
 

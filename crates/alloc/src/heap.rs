@@ -17,6 +17,7 @@ use crate::class::{
     class_size, first_block, Geometry, CLASS_BITS, DEPOT_CHUNK, DEPOT_ENTRY, DEPOT_TABLES,
     GEOMETRIES, HEAPS, MAX_SMALL, NUM_CLASSES,
 };
+use crate::fatal::debug_check;
 use crate::lock::Lock;
 use crate::os;
 use crate::remote::{next, set_next, Link, RemoteStack};
@@ -109,6 +110,35 @@ pub(crate) fn decode(p: *mut u8) -> Option<(usize, usize)> {
     geo.decode(offset)
 }
 
+/// The link of `p`, a free block of class `c` on a chain (an inbox, a chain returned
+/// by other threads, the overflow list, a chain lent by another heap), read after
+/// checking that `p` is one: an address of the arena in a region of class `c`. A
+/// chain's links lie in the blocks themselves, which a program may write after freeing
+/// them: such a link stops the process with a message instead of being followed (or
+/// handed out).
+///
+/// # Safety
+/// `p` came from a chain of free blocks of class `c` that only this thread can reach.
+#[inline]
+pub(crate) unsafe fn next_checked(p: *mut u8, c: usize) -> *mut u8 {
+    if decode(p).is_none_or(|(_, class)| class != c) {
+        corrupt_link(p);
+    }
+    // SAFETY: a block of class `c` in the arena, committed (every block of a region
+    // lies in its committed part), free and ours: its first word is its link.
+    unsafe { next(p) }
+}
+
+#[cold]
+#[inline(never)]
+fn corrupt_link(p: *mut u8) -> ! {
+    crate::fatal::Message::new()
+        .text("a free list links to ")
+        .hex(p.addr())
+        .text(", which is no free block of its size class (the program wrote to a block after freeing it, or freed an address twice); aborting")
+        .abort()
+}
+
 /// The arena's shape.
 #[inline(always)]
 pub(crate) fn geometry() -> Geometry {
@@ -180,7 +210,9 @@ fn reserve_arena() -> Option<*mut u8> {
         // Relaxed: the ready state's release store below publishes both to every
         // thread that uses the arena (it loads the state with acquire first).
         ARENA.store(base, Ordering::Relaxed);
-        ARENA_WORD.publish(base.addr(), g);
+        if !ARENA_WORD.publish(base.addr(), g) {
+            crate::fatal::fatal("internal check failed: the arena's base is aligned to its span");
+        }
         ARENA_STATE.store(READY, Ordering::Release);
         return Some(base);
     }
@@ -255,6 +287,56 @@ impl Mag {
         self.count.store(n as u32 + 1, Ordering::Relaxed);
         true
     }
+
+    /// [`push`](Self::push) for a `free` whose caller may free a block twice (the C
+    /// interface): a block that is already the newest in the magazine stops the
+    /// process with a message. One more load and comparison, of a slot next to the
+    /// one the push writes.
+    ///
+    /// # Safety
+    /// The caller owns the heap; `p` is a block of the magazine's class and heap that
+    /// its caller frees.
+    #[inline(always)]
+    pub(crate) unsafe fn push_fresh(&self, p: *mut u8) -> bool {
+        let n = self.count.load(Ordering::Relaxed) as usize;
+        if n >= MAG {
+            return false;
+        }
+        // SAFETY: the owner alone touches the slots; `n - 1 < MAG` when `n > 0`.
+        if n > 0 && unsafe { (*self.slots.get())[n - 1] } == p {
+            freed_twice(p);
+        }
+        // SAFETY: as in `push`.
+        unsafe { (*self.slots.get())[n] = p };
+        // Relaxed: as in `pop`.
+        self.count.store(n as u32 + 1, Ordering::Relaxed);
+        true
+    }
+
+    /// The newest block in the magazine; null when it is empty.
+    ///
+    /// # Safety
+    /// The caller owns the heap.
+    #[inline]
+    unsafe fn newest(&self) -> *mut u8 {
+        let n = self.count.load(Ordering::Relaxed) as usize;
+        match n {
+            // SAFETY: the owner alone touches the slots; `n - 1 < MAG`.
+            1..=MAG => unsafe { (*self.slots.get())[n - 1] },
+            _ => ptr::null_mut(),
+        }
+    }
+}
+
+/// Stops the process: `p` was freed twice.
+#[cold]
+#[inline(never)]
+pub(crate) fn freed_twice(p: *mut u8) -> ! {
+    crate::fatal::Message::new()
+        .text("free(")
+        .hex(p.addr())
+        .text("): a block freed twice; aborting")
+        .abort()
 }
 
 /// The rest of one size class of one heap: its depot, its never-used memory, and its
@@ -473,6 +555,12 @@ impl Heap {
     /// The caller owns this heap; `p` is a block of this heap in class `c`, not in use.
     pub(crate) unsafe fn free(&self, c: usize, p: *mut u8) {
         let mag = &self.mags[c & (CLASS_SLOTS - 1)];
+        // This is the slow path of a free (the fast one declined): a block freed twice
+        // in a row, the magazine's newest, is caught here too.
+        // SAFETY: the caller owns the heap.
+        if unsafe { mag.newest() } == p {
+            freed_twice(p);
+        }
         // SAFETY: the caller owns the heap; `p` is free.
         if unsafe { mag.push(p) } {
             return;
@@ -481,7 +569,7 @@ impl Heap {
         unsafe { self.spill(c) };
         // SAFETY: as above; the magazine now has room.
         let pushed = unsafe { mag.push(p) };
-        debug_assert!(pushed);
+        debug_check!(pushed, "a spilled magazine has room");
     }
 
     /// Moves the older half of class `c`'s full magazine into its depot (onto the
@@ -551,7 +639,10 @@ impl Heap {
             return false;
         }
         // Free blocks never outnumber the blocks the region holds.
-        debug_assert!(want <= geometry().depot_capacity(c));
+        debug_check!(
+            want <= geometry().depot_capacity(c),
+            "free blocks outnumber the region's"
+        );
         let per_chunk = DEPOT_CHUNK / DEPOT_ENTRY;
         let to = want.div_ceil(per_chunk) * per_chunk;
         let at = self.depot(c).wrapping_add(*committed).cast::<u8>();
@@ -576,7 +667,7 @@ impl Heap {
     #[cold]
     #[inline(never)]
     pub(crate) unsafe fn refill(&self, c: usize) -> *mut u8 {
-        debug_assert!(c < NUM_CLASSES);
+        debug_check!(c < NUM_CLASSES, "a refill of a class");
         let mag = &self.mags[c];
         let bin = &self.bins[c];
         add(&bin.refills, 1);
@@ -599,20 +690,18 @@ impl Heap {
         }
         if !inbox.is_null() {
             let p = *inbox;
-            debug_assert_eq!(
-                decode(p).map(|(_, class)| class),
-                Some(c),
-                "a returned block came to the wrong class"
-            );
-            // SAFETY: a block of this heap and class that its freeing thread linked
-            // and pushed; the acquire in `take_all` made the link visible.
-            *inbox = unsafe { next(p) };
+            // SAFETY: a free block (checked) that its freeing thread linked and pushed;
+            // the acquire in `take_all` made the link visible.
+            *inbox = unsafe { next_checked(p, c) };
             add(&bin.reclaimed, 1);
             return p;
         }
         let want = REFILL_BATCH[c] as usize;
         let mut got = 0u64;
-        debug_assert_eq!(mag.count.load(Ordering::Relaxed), 0);
+        debug_check!(
+            mag.count.load(Ordering::Relaxed) == 0,
+            "a refill finds its magazine empty"
+        );
         if *len > 0 {
             let take = want.min(*len);
             *len -= take;
@@ -638,7 +727,7 @@ impl Heap {
             // SAFETY: a free block of this heap on its list, holding its link; the
             // magazine has room.
             unsafe {
-                *overflow = next(p);
+                *overflow = next_checked(p, c);
                 mag.push(p);
             }
             got += 1;
@@ -672,7 +761,10 @@ impl Heap {
     unsafe fn carve(&self, c: usize, want: usize) -> usize {
         let mag = &self.mags[c];
         let bin = &self.bins[c];
-        debug_assert_eq!(mag.count.load(Ordering::Relaxed), 0);
+        debug_check!(
+            mag.count.load(Ordering::Relaxed) == 0,
+            "new blocks are cut into an empty magazine"
+        );
         let size = class_size(c);
         // SAFETY: the owner alone touches the bump pointers.
         let (bump, end) = unsafe { (&mut *bin.bump.get(), &mut *bin.end.get()) };
@@ -867,7 +959,10 @@ fn bind(l: &Local, h: &'static Heap) {
     // Every arena is reserved aligned to its heaps' span, so each span is aligned to
     // its size.
     let span = arena + h.index() * GEOMETRIES[g].span();
-    debug_assert_eq!(span % GEOMETRIES[g].span(), 0);
+    debug_check!(
+        span.is_multiple_of(GEOMETRIES[g].span()),
+        "a heap's span is aligned to its size"
+    );
     l.base.set(span);
     l.shift.set(GEOMETRIES[g].region_bits);
     l.mode.set(OWNER);
@@ -1021,6 +1116,7 @@ pub(crate) fn trim() -> usize {
         }
         done += 1;
     }
+    crate::big::trim();
     done + crate::release::release_idle(0)
 }
 

@@ -94,7 +94,8 @@ fn alloc_other(layout: Layout) -> (*mut u8, bool) {
             // Over-aligned requests start inside their block; others at its start.
             return (aligned_within(p, layout.align()), false);
         }
-        return (big::alloc_libc(layout.size(), layout.align()), false);
+        let p = big::alloc_small_elsewhere(c, layout.size(), layout.align());
+        return (p, false);
     }
     big::alloc(layout.size(), layout.align())
 }
@@ -111,7 +112,8 @@ unsafe fn free_slow(p: *mut u8) {
         // SAFETY: inside the arena, `p` is a block of heap `owner` in class `c` (the
         // arena's layout), and the caller is done with it.
         Some((owner, c)) => unsafe { heap::free_small_slow(p, owner, c) },
-        // SAFETY: outside the arena, `p` is a big block; the caller is done with it.
+        // SAFETY: outside the arena, `p` is a large, spilled or big block; the caller
+        // is done with it.
         None => unsafe { big::free(p) },
     }
 }
@@ -119,7 +121,7 @@ unsafe fn free_slow(p: *mut u8) {
 /// The block that holds `p`, a live allocation of `layout`, an over-aligned one
 /// (beyond [`REGION_HEAD`]): when the arena served it, `p` lies inside a block of the
 /// class `class_for` gives (see `class::aligned_within`); otherwise (a mapping of its
-/// own, or the C library's block) `p` is what is freed.
+/// own) `p` is what is freed.
 #[inline]
 fn block_start(p: *mut u8, layout: Layout) -> *mut u8 {
     match class_for(layout.size(), layout.align()) {
@@ -128,19 +130,22 @@ fn block_start(p: *mut u8, layout: Layout) -> *mut u8 {
     }
 }
 
-/// A small request the arena could not serve (no arena, or the region is full).
+/// A small request (at most 8-aligned) the arena could not serve (no arena, or the
+/// region is full).
 #[cold]
 #[inline(never)]
 fn alloc_fallback(layout: Layout) -> *mut u8 {
-    big::alloc_libc(layout.size(), layout.align())
+    big::alloc_small_elsewhere(class_of(layout.size()), layout.size(), layout.align())
 }
 
 // SAFETY: every block handed out is either a whole block of a size class at least as big
 // and as aligned as the layout (`class_for`), inside committed memory of the arena and on
-// no free store until freed, or a fresh or cached mapping at least as big, aligned as
-// asked (`big::alloc`), or (when the arena cannot serve a small request) part of a
-// `malloc` block at least as big, aligned as asked (`big::alloc_libc`). A block goes back to exactly one free store or mapping cache when
-// freed; its class and owner are read from its address, which the arena's layout fixes.
+// no free store until freed, or a block of that class in a chunk outside the arena
+// (`spill`, aligned as the arena's), or a slot of the large range or a fresh or cached
+// mapping at least as big, aligned as asked (`big::alloc`). A block goes back to exactly
+// one free store, slot stack or mapping cache when freed; its class and owner are read
+// from its address, which the arena's layout fixes, and a block outside the arena is
+// found in the part that recorded it (`big::free`).
 unsafe impl GlobalAlloc for HandoffAlloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {

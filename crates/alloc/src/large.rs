@@ -10,10 +10,13 @@
 //! recently freed slot of each class up to 1 MiB ([`DIRTY_MAX`], [`DIRTY_SIZE_MAX`]),
 //! which the next allocation of the class reuses as it is.
 //!
-//! Each class has a lock, a count of the slots cut so far, and a stack of its free
-//! slots' indices kept at the end of its part of the range (committed as slots are
-//! cut, so a free never needs memory). A block's slot is its offset in its class's part
-//! divided by the class size: no header.
+//! Each class has a lock, a count of the slots cut so far, a stack of its free slots'
+//! indices kept at the end of its part of the range, and before it a bitmap of the
+//! slots in use (both committed as slots are cut, so a free never needs memory). A
+//! block's slot is its offset in its class's part divided by the class size: no
+//! header. A free of a slot that is not in use (a block freed twice) stops the process
+//! with a message; until 2026-11-29 the slot went on the stack twice and the next two
+//! allocations returned the same block.
 //!
 //! A small request that its heap's region cannot serve (the region is full) also comes
 //! here, from the smallest large class, before the C library's `malloc`.
@@ -22,6 +25,7 @@
 //! full, big blocks are mappings of their own, as before (`big`).
 
 use crate::class::MAX_SMALL;
+use crate::fatal::debug_check;
 use crate::lock::Lock;
 use crate::os::{self, PAGE};
 use core::cell::UnsafeCell;
@@ -37,6 +41,8 @@ const PART_BITS: u32 = 38;
 const PART: usize = 1 << PART_BITS;
 /// The end of each part holds its class's stack of free slots (4 bytes a slot).
 const STACK_BYTES: usize = 4 << 20;
+/// Before the stack, the bitmap of the class's slots in use (a bit a slot).
+const LIVE_MAP_BYTES: usize = 128 << 10;
 /// The stack's memory is committed this much at a time.
 const STACK_CHUNK: usize = 64 << 10;
 /// Freed slots of a class that keep their memory (the most recently freed): a program
@@ -69,6 +75,7 @@ const _: () = {
 // Every slot index fits below the dirty flag.
 const _: () = assert!(PART / class_size(0) < DIRTY as usize);
 const _: () = assert!((PART / class_size(0)) * 4 <= STACK_BYTES);
+const _: () = assert!(capacity(0).div_ceil(8) <= LIVE_MAP_BYTES);
 
 /// The large class of `size` bytes, if it is one.
 fn class_of(size: usize) -> Option<usize> {
@@ -80,7 +87,7 @@ fn class_of(size: usize) -> Option<usize> {
 
 /// Slots of class `i` its part holds.
 const fn capacity(i: usize) -> usize {
-    (PART - STACK_BYTES) / class_size(i)
+    (PART - STACK_BYTES - LIVE_MAP_BYTES) / class_size(i)
 }
 
 struct Inner {
@@ -92,6 +99,8 @@ struct Inner {
     dirty: u32,
     /// Bytes of the stack committed.
     stack_committed: usize,
+    /// Bytes of the bitmap of slots in use committed.
+    live_committed: usize,
 }
 
 struct Class {
@@ -110,6 +119,7 @@ static CLASSES: [Class; LARGE_CLASSES] = [const {
             free: 0,
             dirty: 0,
             stack_committed: 0,
+            live_committed: 0,
         }),
     }
 }; LARGE_CLASSES];
@@ -174,6 +184,14 @@ fn locate(p: *mut u8) -> Option<(usize, usize)> {
     Some((i, (off & (PART - 1)) / class_size(i)))
 }
 
+/// Where `p`, a large block, lies: its class and slot.
+fn located(p: *mut u8) -> (usize, usize) {
+    match locate(p) {
+        Some(at) => at,
+        None => crate::fatal::fatal("internal check failed: a large block lies in the range"),
+    }
+}
+
 /// Whether `p` is a large block (a slot of the range).
 pub(crate) fn holds(p: *mut u8) -> bool {
     locate(p).is_some()
@@ -200,6 +218,11 @@ fn stack(base: *mut u8, i: usize) -> *mut u32 {
         .cast()
 }
 
+/// The byte of class `i`'s bitmap of slots in use that holds slot `k`'s bit.
+fn live_byte(base: *mut u8, i: usize, k: usize) -> *mut u8 {
+    base.wrapping_add((i << PART_BITS) + PART - STACK_BYTES - LIVE_MAP_BYTES + k / 8)
+}
+
 /// A block of `size` bytes (a large size, or a small one whose region is full: then
 /// the smallest large class) aligned to `align`, and whether its memory is known to be
 /// zero. `None` when the request is not for this range (bigger than [`LARGE_TOP`],
@@ -224,12 +247,15 @@ pub(crate) fn alloc(size: usize, align: usize) -> Option<(*mut u8, bool)> {
         if e & DIRTY != 0 {
             inner.dirty -= 1;
         }
-        (slot(base, i, (e & !DIRTY) as usize), false)
+        let k = (e & !DIRTY) as usize;
+        // SAFETY: the bitmap is committed for every slot cut.
+        unsafe { *live_byte(base, i, k) |= 1 << (k % 8) };
+        (slot(base, i, k), false)
     } else {
         if inner.cut >= capacity(i) {
             return None;
         }
-        // Room on the stack for this slot when it is freed, first.
+        // Room on the stack for this slot when it is freed, and its bit, first.
         let need = (inner.cut + 1) * 4;
         if need > inner.stack_committed {
             let at = stack(base, i)
@@ -240,11 +266,21 @@ pub(crate) fn alloc(size: usize, align: usize) -> Option<(*mut u8, bool)> {
             }
             inner.stack_committed += STACK_CHUNK;
         }
-        let p = slot(base, i, inner.cut);
+        if inner.cut / 8 + 1 > inner.live_committed {
+            let at = live_byte(base, i, 0).wrapping_add(inner.live_committed);
+            if !os::commit(at, STACK_CHUNK) {
+                return None;
+            }
+            inner.live_committed += STACK_CHUNK;
+        }
+        let k = inner.cut;
+        let p = slot(base, i, k);
         if !os::commit(p, size) {
             return None;
         }
         inner.cut += 1;
+        // SAFETY: committed just above (or before) for this slot.
+        unsafe { *live_byte(base, i, k) |= 1 << (k % 8) };
         crate::big::MAPPED_BYTES.fetch_add(size as u64, Ordering::Relaxed);
         (p, true)
     };
@@ -258,7 +294,7 @@ pub(crate) fn alloc(size: usize, align: usize) -> Option<(*mut u8, bool)> {
 /// # Safety
 /// `p` is a live large block ([`holds`]).
 pub(crate) unsafe fn usable(p: *mut u8) -> usize {
-    let (i, _) = locate(p).expect("a large block");
+    let (i, _) = located(p);
     class_size(i)
 }
 
@@ -269,7 +305,7 @@ pub(crate) unsafe fn usable(p: *mut u8) -> usize {
 /// `p` is a live large block and `keep <= usable(p)`; nothing uses its bytes past
 /// `keep`.
 pub(crate) unsafe fn shrink(p: *mut u8, keep: usize) {
-    let (i, _) = locate(p).expect("a large block");
+    let (i, _) = located(p);
     let from = keep.max(1).next_multiple_of(PAGE);
     let size = class_size(i);
     if size - from.min(size) >= crate::big::TRIM_MIN {
@@ -280,18 +316,38 @@ pub(crate) unsafe fn shrink(p: *mut u8, keep: usize) {
 
 /// Frees the large block at `p`: its slot goes on its class's stack, keeping its
 /// memory if the class is small enough and fewer than [`DIRTY_MAX`] freed slots of it
-/// do, else giving it back.
+/// do, else giving it back. A slot not in use (freed twice) stops the process with a
+/// message.
 ///
 /// # Safety
-/// `p` is a live large block, and nobody uses it again.
+/// `p` is a large slot's start (`is_slot`), and nobody uses the block again.
 pub(crate) unsafe fn free(p: *mut u8) {
-    let (i, k) = locate(p).expect("a large block");
-    debug_assert_eq!(p, slot(BASE.load(Ordering::Relaxed), i, k));
+    let (i, k) = located(p);
+    debug_check!(
+        p == slot(BASE.load(Ordering::Relaxed), i, k),
+        "a large block is a slot's start"
+    );
     let c = &CLASSES[i];
     let size = class_size(i);
+    let base = BASE.load(Ordering::Relaxed);
+    {
+        let _held = c.lock.lock();
+        // SAFETY: the lock is held.
+        let inner = unsafe { &*c.inner.get() };
+        // SAFETY: the bitmap is committed for every slot cut; an uncut slot is free.
+        let live = k < inner.cut && unsafe { *live_byte(base, i, k) } & (1 << (k % 8)) != 0;
+        if !live {
+            crate::fatal::Message::new()
+                .text("free(")
+                .hex(p.addr())
+                .text("): a block freed twice (or never allocated); aborting")
+                .abort();
+        }
+        // SAFETY: as above.
+        unsafe { *live_byte(base, i, k) &= !(1 << (k % 8)) };
+    }
     crate::big::LIVE_BLOCKS.fetch_sub(1, Ordering::Relaxed);
     crate::big::LIVE_BYTES.fetch_sub(size as u64, Ordering::Relaxed);
-    let base = BASE.load(Ordering::Relaxed);
     let push = |entry: u32| {
         let _held = c.lock.lock();
         // SAFETY: the lock is held.
@@ -314,7 +370,7 @@ pub(crate) unsafe fn free(p: *mut u8) {
     // SAFETY: the whole slot, committed, which nobody uses.
     unsafe { os::release(p, size) };
     let pushed = push(k as u32);
-    debug_assert!(pushed);
+    debug_check!(pushed, "a slot whose memory went back is taken");
 }
 
 /// This part's locks, held across a fork (see `crate::fork`): the reservation's and

@@ -121,6 +121,8 @@ pub mod capi;
 #[cfg(not(loom))]
 pub mod class;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+mod fatal;
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod fork;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod heap;
@@ -134,6 +136,8 @@ mod os;
 mod release;
 #[doc(hidden)]
 pub mod remote;
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+mod spill;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod stats;
 mod sync;
@@ -182,7 +186,8 @@ pub fn flush() {
 /// free blocks cover in the calling thread's heap (its magazines and the blocks other
 /// threads returned to it are moved to its depots first), beyond 64 KiB, and in every
 /// heap whose thread has exited (which otherwise happens once such a heap has stayed
-/// unclaimed for a second, when another thread starts or exits). The blocks stay free and are used again; their pages fault
+/// unclaimed for a second, when another thread starts or exits), and the freed
+/// mappings kept for reuse. The blocks stay free and are used again; their pages fault
 /// in again when they are. Returns how many heaps it went through.
 ///
 /// ```

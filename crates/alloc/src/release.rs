@@ -36,9 +36,9 @@
 
 use crate::class::HEAPS;
 use crate::class::{class_size, NUM_CLASSES};
-use crate::heap::{add, decode, Heap, HEAP};
+use crate::heap::{add, decode, next_checked, Heap, HEAP};
 use crate::os;
-use crate::remote::{next, set_next};
+use crate::remote::set_next;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Times a live thread's heap ran [`Heap::purge`].
@@ -283,13 +283,13 @@ impl Heap {
         for first in [inbox, self.remote[c].take_all()] {
             let mut p = first;
             while !p.is_null() {
-                // SAFETY: a chain of free blocks linked through their first words,
-                // which only this thread can reach (the acquire in `take_all`, or this
-                // heap's own inbox, made the links visible).
-                let after = unsafe { next(p) };
+                // SAFETY: a chain of free blocks of class `c` linked through their
+                // first words, which only this thread can reach (the acquire in
+                // `take_all`, or this heap's own inbox, made the links visible); `p`
+                // is checked to be one before its link is read.
+                let after = unsafe { next_checked(p, c) };
                 match decode(p) {
-                    Some((owner, class)) if owner == me => {
-                        debug_assert_eq!(class, c);
+                    Some((owner, _)) if owner == me => {
                         if release_now {
                             // The link was read above; nothing in the block is needed.
                             // SAFETY: a free block of this class that only this thread
@@ -301,13 +301,14 @@ impl Heap {
                         add(&bin.reclaimed, 1);
                     }
                     Some((owner, class)) => {
-                        debug_assert_eq!(class, c);
                         // A borrowed block, counted as in flight since it was borrowed:
                         // back to its owner without counting it again.
                         // SAFETY: the caller owns this heap; `p` is `owner`'s, free.
                         unsafe { self.forward(owner, class, p) };
                     }
-                    None => unreachable!("a block outside the arena on a remote chain"),
+                    // `next_checked` stopped the process for an address outside the
+                    // arena.
+                    None => {}
                 }
                 p = after;
             }

@@ -4,6 +4,7 @@ use crate::big;
 use crate::class::{class_size, HEAPS, NUM_CLASSES};
 use crate::heap::{self, HEAP, UNBATCHED_REMOTE};
 use crate::release;
+use crate::spill;
 use core::sync::atomic::Ordering;
 
 /// How the allocator's arena was reserved.
@@ -18,7 +19,8 @@ pub enum ArenaMode {
     /// space, `ulimit -v`, or a kernel with a small one). Its size, regions and heaps
     /// are in [`Stats`]. The fast paths are the full arena's.
     Reduced,
-    /// No arena could be reserved: small requests go to the C library's `malloc`.
+    /// No arena could be reserved: small requests come from chunks outside it (see
+    /// [`Stats::spill_blocks_live`]).
     Unavailable,
 }
 
@@ -42,12 +44,10 @@ pub struct Stats {
     pub small_blocks_live: u64,
     /// Their bytes, counted at their class size.
     pub small_bytes_live: u64,
-    /// Blocks outside the arena allocated and not yet freed: big blocks (mappings of
-    /// their own) and small blocks the C library served (see
-    /// [`libc_blocks`](Self::libc_blocks)).
+    /// Blocks of the large range and big blocks (mappings of their own) allocated and
+    /// not yet freed.
     pub big_blocks_live: u64,
-    /// Their bytes, counted at their mapping length (for the C library's blocks, the
-    /// length asked of it).
+    /// Their bytes, counted at their slot's or mapping's length.
     pub big_bytes_live: u64,
     /// Blocks freed by a thread other than their heap's owner.
     pub remote_frees: u64,
@@ -56,18 +56,21 @@ pub struct Stats {
     /// Arena memory made usable (it is backed by physical memory only once touched).
     pub committed_bytes: u64,
     /// Everything mapped: committed arena memory plus big blocks' mappings (cached
-    /// ones included, and those the system refused to unmap).
+    /// ones included, and those the system refused to unmap) and the chunks of small
+    /// blocks outside the arena.
     pub mapped_bytes: u64,
     /// `munmap` calls the system refused (at the process's mapping limit): the mapping
     /// was kept, its pages released, and it is reused.
     pub unmap_failures: u64,
-    /// Small blocks the arena could not serve that came from the C library's `malloc`
-    /// instead, ever: only when neither the arena nor the large range could be reserved
-    /// (a limit on the address space), or both were full.
-    pub libc_blocks: u64,
-    /// Small blocks whose heap's region of their class was full, served by the large
-    /// range's smallest class instead, ever.
-    pub small_blocks_in_large: u64,
+    /// Small blocks outside the arena allocated and not yet freed: requests the arena
+    /// could not serve (their heap's region of the class was full, or no arena could be
+    /// reserved under a limit on the address space), served from chunks of 1 MiB cut
+    /// into blocks of one class.
+    pub spill_blocks_live: u64,
+    /// Their bytes, counted at their class size.
+    pub spill_bytes_live: u64,
+    /// Those chunks, ever mapped (they stay mapped, their free blocks reused).
+    pub spill_chunks: u64,
     /// Times a heap that ran out of a class took a batch of the free blocks of a heap
     /// nobody owns (its thread exited), rather than cut new ones.
     pub orphan_borrows: u64,
@@ -181,8 +184,9 @@ pub fn stats() -> Stats {
         s.arena_mode = ArenaMode::Unavailable;
     }
     s.unmap_failures = big::UNMAP_FAILURES.load(Ordering::Relaxed);
-    s.libc_blocks = big::LIBC_BLOCKS.load(Ordering::Relaxed);
-    s.small_blocks_in_large = big::SMALL_IN_LARGE.load(Ordering::Relaxed);
+    s.spill_blocks_live = spill::LIVE.load(Ordering::Relaxed);
+    s.spill_bytes_live = spill::LIVE_BYTES.load(Ordering::Relaxed);
+    s.spill_chunks = spill::CHUNKS.load(Ordering::Relaxed);
     s.orphan_borrows = heap::BORROWS.load(Ordering::Relaxed);
     s.released_bytes = release::RELEASED_BYTES.load(Ordering::Relaxed);
     s.release_calls = release::RELEASE_CALLS.load(Ordering::Relaxed);
@@ -229,6 +233,8 @@ pub fn stats() -> Stats {
     }
     s.big_blocks_live = big::LIVE_BLOCKS.load(Ordering::Relaxed);
     s.big_bytes_live = big::LIVE_BYTES.load(Ordering::Relaxed);
-    s.mapped_bytes = s.committed_bytes + big::MAPPED_BYTES.load(Ordering::Relaxed);
+    s.mapped_bytes = s.committed_bytes
+        + big::MAPPED_BYTES.load(Ordering::Relaxed)
+        + s.spill_chunks * spill::CHUNK as u64;
     s
 }

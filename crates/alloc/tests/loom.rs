@@ -72,7 +72,7 @@ fn the_arena_base_and_shape_are_seen_together() {
     loom::model(|| {
         let word = Arc::new(ArenaWord::new());
         let w = word.clone();
-        let publisher = thread::spawn(move || w.publish(BASE, SHAPE));
+        let publisher = thread::spawn(move || assert!(w.publish(BASE, SHAPE)));
         let seen = word.load();
         assert!(
             seen == (NO_ARENA, 0) || seen == (BASE, SHAPE),

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,8 +51,9 @@ static int intact(const unsigned char *p, size_t n, unsigned seed) {
     return 1;
 }
 
-/* The alignment malloc(n) promises here: 16 from 32 bytes up, else the class's. */
-static size_t min_align(size_t n) { return n <= 8 ? 8 : n <= 16 ? 16 : n <= 24 ? 8 : 16; }
+/* The alignment malloc(n) promises here, as glibc, jemalloc, mimalloc and tcmalloc: 16
+ * above 8 bytes, 8 up to 8. */
+static size_t min_align(size_t n) { return n <= 8 ? 8 : 16; }
 
 static const size_t sizes[] = {0, 1, 7, 8, 9, 16, 17, 24, 25, 48, 64, 100, 128, 255, 256,
                                1000, 4095, 4096, 4097, 65536, 100000, 262144, 262145,
@@ -79,6 +81,21 @@ static void test_malloc_free(void) {
         memset(blocks[i], 0xee, u);
     }
     for (size_t i = 0; i < NSIZES; i++) free(blocks[i]);
+    /* Every size from 9 to 256 bytes, many blocks of each: 16-aligned (compilers assume
+     * it for a `new T` of 16 bytes or more), as calloc's and realloc's. */
+    for (size_t n = 9; n <= 256; n++) {
+        void *few[64];
+        for (int k = 0; k < 64; k++) {
+            few[k] = malloc(n);
+            CHECK((uintptr_t)few[k] % 16 == 0);
+        }
+        for (int k = 0; k < 64; k++) free(few[k]);
+        void *z = calloc(1, n);
+        CHECK((uintptr_t)z % 16 == 0);
+        void *r = realloc(z, n + 1);
+        CHECK((uintptr_t)r % 16 == 0);
+        free(r);
+    }
     /* malloc(0): a unique pointer each time, freeable. */
     void *a = malloc(0), *b = malloc(0);
     CHECK(a && b && a != b);
@@ -269,6 +286,67 @@ static void test_libc_names(void) {
     CHECK(malloc_trim(0) == 1);
 }
 
+/* cfree as old binaries reference it: glibc's compatibility version. */
+extern void cfree_compat(void *);
+__asm__(".symver cfree_compat, cfree@GLIBC_2.2.5");
+
+/* glibc's extensions answer with this allocator's figures; its compatibility and C23
+ * names reach this allocator. */
+static void test_extensions(void) {
+    enum { K = 1000 };
+    static void *kb[K];
+    struct mallinfo2 before = mallinfo2();
+    for (int i = 0; i < K; i++) kb[i] = malloc(1000);
+    void *big = malloc(16 << 20);
+    struct mallinfo2 after = mallinfo2();
+    CHECK(after.uordblks >= before.uordblks + (size_t)K * 1000);
+    CHECK(after.hblkhd >= before.hblkhd + (16 << 20) && after.hblks >= before.hblks + 1);
+    CHECK(after.arena >= after.uordblks);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    struct mallinfo old = mallinfo();
+#pragma GCC diagnostic pop
+    CHECK(old.uordblks >= K * 1000);
+    for (int i = 0; i < K; i++) free(kb[i]);
+    free(big);
+    /* malloc_info: XML on the stream; options other than 0 are EINVAL. */
+    FILE *f = tmpfile();
+    CHECK(f != NULL && malloc_info(0, f) == 0);
+    char text[4096] = {0};
+    rewind(f);
+    fread(text, 1, sizeof text - 1, f);
+    CHECK(strstr(text, "<malloc version=\"handoff-alloc") != NULL && strstr(text, "</malloc>") != NULL);
+    errno = 0;
+    CHECK(malloc_info(1, f) == -1 && errno == EINVAL);
+    fclose(f);
+    /* malloc_stats: the allocator's figures on standard error. */
+    FILE *err = tmpfile();
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fileno(err), 2);
+    malloc_stats();
+    dup2(saved, 2);
+    close(saved);
+    memset(text, 0, sizeof text);
+    rewind(err);
+    fread(text, 1, sizeof text - 1, err);
+    fclose(err);
+    CHECK(strstr(text, "handoff-alloc") != NULL && strstr(text, "in use bytes") != NULL);
+    /* mallopt: glibc's parameters accepted (and ignored), others refused. */
+    CHECK(mallopt(M_ARENA_MAX, 2) == 1 && mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1);
+    CHECK(mallopt(12345, 1) == 0);
+    /* cfree, as a binary linked before glibc 2.26 calls it (a reference to the
+     * compatibility version, cfree@GLIBC_2.2.5, resolved by the dynamic linker);
+     * free_sized and free_aligned_sized (C23), which glibc 2.36 lacks. */
+    cfree_compat(malloc(100));
+    void (*fs)(void *, size_t) = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT, "free_sized");
+    void (*fas)(void *, size_t, size_t) =
+        (void (*)(void *, size_t, size_t))dlsym(RTLD_DEFAULT, "free_aligned_sized");
+    CHECK(fs != NULL && fas != NULL);
+    if (fs) fs(malloc(100), 100);
+    if (fas) fas(aligned_alloc(256, 512), 256, 512);
+}
+
 /* Threads: each allocates and frees its own blocks, and frees blocks the others made
  * (a ring of hand-offs), and exits with blocks live that main frees later. */
 enum { THREADS = 8, PER_THREAD = 20000 };
@@ -422,6 +500,11 @@ __attribute__((constructor)) static void before_main(void) {
     memset(early, 3, 333);
 }
 
+static void *make_one(void *out) {
+    *(char **)out = malloc(48);
+    return NULL;
+}
+
 /* The cases that must abort: each run in its own process by the Rust test, which
  * checks for SIGABRT and the message. */
 static int bad_free(const char *what) {
@@ -444,6 +527,43 @@ static int bad_free(const char *what) {
         char *p = malloc(16 << 20);
         free(p);
         free(p);
+    } else if (strcmp(what, "small-twice") == 0) {
+        char *p = malloc(32);
+        free(p);
+        free(p);
+    } else if (strcmp(what, "small-twice-full") == 0) {
+        /* The second free finds the magazine full (the slow path). */
+        char *p[200];
+        for (int i = 0; i < 200; i++) p[i] = malloc(32);
+        for (int i = 0; i < 200; i++) free(p[i]);
+        free(p[199]);
+    } else if (strcmp(what, "large-twice") == 0) {
+        char *p = malloc(1 << 20);
+        free(p);
+        free(p);
+    } else if (strcmp(what, "remote-twice") == 0) {
+        pthread_t t;
+        char *p = NULL;
+        pthread_create(&t, NULL, make_one, &p);
+        pthread_join(t, NULL);
+        free(p);
+        free(p);
+    } else if (strcmp(what, "foreign-header") == 0) {
+        /* A buffer of the program's own whose bytes read as a big block's old header
+         * (a page-multiple length, a page-aligned start just before the address). */
+        size_t len = 4 << 20;
+        unsigned char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        size_t *h = (size_t *)(buf + 4096 - 16);
+        h[0] = len;
+        h[1] = (size_t)buf;
+        free(buf + 4096);
+        /* Not reached; had free unmapped the buffer, this would crash. */
+        buf[0] = 1;
+    } else if (strcmp(what, "foreign-protnone") == 0) {
+        /* The 16 bytes before the address lie in a page the program cannot read. */
+        unsigned char *two = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        mprotect(two, 4096, PROT_NONE);
+        free(two + 4096);
     } else {
         fprintf(stderr, "unknown case %s\n", what);
         return 2;
@@ -470,6 +590,7 @@ int main(int argc, char **argv) {
     test_realloc();
     test_aligned();
     test_libc_names();
+    test_extensions();
     test_dlopen();
     if (!contracts_only) {
         test_threads();

@@ -161,13 +161,13 @@ impl Heap {
             if !first.is_null() {
                 let mut last = first;
                 for _ in 1..BATCH {
-                    let after = next(last);
+                    let after = next_checked(last, c);
                     if after.is_null() {
                         break;
                     }
                     last = after;
                 }
-                *inbox = next(last);
+                *inbox = next_checked(last, c);
                 set_next(last, ptr::null_mut());
                 return first;
             }
@@ -228,7 +228,7 @@ impl Heap {
                 // SAFETY: the caller owns this heap; the chain holds free blocks of
                 // class `c`, linked, that nobody else can reach now.
                 unsafe {
-                    *self.bins[c].inbox.get() = next(chain);
+                    *self.bins[c].inbox.get() = next_checked(chain, c);
                 }
                 add(&self.bins[c].reclaimed, 1);
                 return chain;

@@ -55,6 +55,13 @@ impl Heap {
     /// # Safety
     /// The caller owns this heap; `p` is a block of heap `owner` that nobody uses.
     pub(super) unsafe fn send_remote(&self, owner: usize, c: usize, p: *mut u8) {
+        let (slot, key) = outbox_slot(owner, c);
+        // SAFETY: the owner alone touches its outboxes.
+        let ob = unsafe { &(*self.outbox.get())[slot] };
+        if ob.first == p && ob.key == key {
+            // Freed twice in a row, before its outbox was sent.
+            freed_twice(p);
+        }
         add(&self.bins[c].remote_sent, 1);
         // SAFETY: `p` is free and this thread's until it is sent.
         unsafe { crate::release::on_remote_free(owner, c, p) };
