@@ -746,6 +746,15 @@ impl Heap {
                     return p;
                 }
             }
+            // Or another heap, owned or not, may have blocks of this class returned to
+            // it that its thread has not taken yet.
+            if any_returned(c) && self.index() != 0 {
+                // SAFETY: as above.
+                let p = unsafe { self.take_returned(c) };
+                if !p.is_null() {
+                    return p;
+                }
+            }
             // SAFETY: the caller owns the heap and the arena is reserved.
             unsafe { self.carve(c, want) };
         }
@@ -835,11 +844,14 @@ static OWNED: AtomicUsize = AtomicUsize::new(0);
 
 /// Times a heap whose class ran dry took the blocks returned to a heap nobody owns.
 pub(crate) static BORROWS: AtomicU64 = AtomicU64::new(0);
+/// Times a heap whose class ran dry took the blocks returned to another heap (owned or
+/// not) from that heap's remote stack.
+pub(crate) static TAKEN_RETURNED: AtomicU64 = AtomicU64::new(0);
 
 // ---- heaps nobody owns: in orphans.rs ---------------------------------------------
 
 mod orphans;
-use orphans::{any_orphan, note_remote};
+use orphans::{any_orphan, any_returned, note_remote};
 
 // ---- the thread's binding --------------------------------------------------------
 

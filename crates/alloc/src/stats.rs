@@ -74,6 +74,10 @@ pub struct Stats {
     /// Times a heap that ran out of a class took a batch of the free blocks of a heap
     /// nobody owns (its thread exited), rather than cut new ones.
     pub orphan_borrows: u64,
+    /// Times a heap that ran out of a class took the blocks other threads had returned
+    /// to another heap (owned or not) and its thread had not taken yet, rather than cut
+    /// new ones.
+    pub returned_taken: u64,
     /// Blocks so taken from the depots of heaps nobody owns (those taken from their
     /// remote stacks are counted as remote frees), ever.
     pub orphan_blocks_lent: u64,
@@ -188,6 +192,7 @@ pub fn stats() -> Stats {
     s.spill_bytes_live = spill::LIVE_BYTES.load(Ordering::Relaxed);
     s.spill_chunks = spill::CHUNKS.load(Ordering::Relaxed);
     s.orphan_borrows = heap::BORROWS.load(Ordering::Relaxed);
+    s.returned_taken = heap::TAKEN_RETURNED.load(Ordering::Relaxed);
     s.released_bytes = release::RELEASED_BYTES.load(Ordering::Relaxed);
     s.release_calls = release::RELEASE_CALLS.load(Ordering::Relaxed);
     s.purges = release::PURGES.load(Ordering::Relaxed);

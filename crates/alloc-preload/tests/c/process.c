@@ -289,6 +289,105 @@ static int corrupt_link(void) {
     return 0;
 }
 
+/* ---- waves of short-lived threads whose blocks a long-lived thread frees later ------- */
+
+enum { WAVES = 50, WORKERS = 100, PER_WORKER = 100 };
+
+/* A xorshift generator per thread: the same sizes in every run. */
+static size_t next_size(unsigned long long *s, int shape) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    unsigned long long r = *s;
+    if (shape == 1) return 16 + (size_t)(r % 241) * 16;            /* 16 B to 3.8 KiB */
+    unsigned shift = 4 + (unsigned)((r >> 3) % (r % 3 == 0 ? 13 : 7)); /* 16 B to 64 KiB */
+    size_t base = (size_t)1 << shift;
+    return base + (size_t)((r >> 9) % base) / 2;
+}
+
+struct wave_args {
+    int wave, worker, shape, together;
+};
+static pthread_barrier_t wave_barrier;
+static unsigned char *wave_blocks[2][WORKERS * PER_WORKER];
+static size_t wave_sizes[2][WORKERS * PER_WORKER];
+
+static void *wave_worker(void *arg) {
+    struct wave_args *a = arg;
+    unsigned long long s = 0x9e3779b97f4a7c15ull ^ (unsigned long long)(a->wave * 1000 + a->worker);
+    int w = a->wave % 2;
+    for (int i = 0; i < PER_WORKER; i++) {
+        size_t n = next_size(&s, a->shape);
+        unsigned char *p = malloc(n);
+        if (!p) return (void *)1;
+        memset(p, i, n);
+        int k = a->worker * PER_WORKER + i;
+        /* Shape 2: every other block is freed by its own thread at once. */
+        if (a->shape == 2 && i % 2) {
+            free(p);
+            p = NULL;
+        }
+        wave_blocks[w][k] = p;
+        wave_sizes[w][k] = n;
+    }
+    /* "together": every worker of the wave is alive at once (a pool of 100 threads). */
+    if (a->together) pthread_barrier_wait(&wave_barrier);
+    return NULL;
+}
+
+/* Frees what the wave before the last one made (those of the wave before, for shape 0),
+ * checking each block's last byte. */
+static int free_wave(int w) {
+    for (int k = 0; k < WORKERS * PER_WORKER; k++) {
+        unsigned char *p = wave_blocks[w][k];
+        if (!p) continue;
+        if (p[wave_sizes[w][k] - 1] != (unsigned char)(k % PER_WORKER)) return 0;
+        free(p);
+        wave_blocks[w][k] = NULL;
+    }
+    return 1;
+}
+
+/* 50 waves of 100 workers, each allocating 100 blocks (sizes by shape: 0 and 2, 16 B to
+ * 64 KiB; 1, 16 B to 3.8 KiB) that the long-lived main thread frees while the next wave
+ * runs (shape 2: half of them freed by the worker itself first); with "together", the
+ * workers of a wave all live until the last has made its blocks. Prints the growth from
+ * wave 10 to wave 50 of resident memory (KiB), of the memory the allocator took for small
+ * blocks (mallinfo2's arena, KiB; and its size at wave 10) and of its free small blocks
+ * (mallinfo2's ordblks: blocks cut anew beyond those in use). */
+static int waves(const char *shape_arg, const char *together) {
+    int shape = shape_arg ? atoi(shape_arg) : 0;
+    int all = together && strcmp(together, "together") == 0;
+    deadline(300);
+    static struct wave_args args[WORKERS];
+    pthread_t th[WORKERS];
+    long rss10 = 0, arena10 = 0, free10 = 0;
+    pthread_barrier_init(&wave_barrier, NULL, WORKERS);
+    for (int w = 0; w < WAVES; w++) {
+        for (int t = 0; t < WORKERS; t++) {
+            args[t] = (struct wave_args){w, t, shape, all};
+            if (pthread_create(&th[t], NULL, wave_worker, &args[t]) != 0) return fail("pthread_create");
+        }
+        /* Meanwhile: the previous wave's blocks. */
+        if (w > 0 && !free_wave((w - 1) % 2)) return fail("a block was overwritten");
+        for (int t = 0; t < WORKERS; t++) {
+            void *r;
+            pthread_join(th[t], &r);
+            if (r) return fail("malloc failed");
+        }
+        if (w == 9) {
+            struct mallinfo2 m = mallinfo2();
+            rss10 = rss_kib();
+            arena10 = (long)(m.arena >> 10);
+            free10 = (long)m.ordblks;
+        }
+    }
+    struct mallinfo2 m = mallinfo2();
+    printf("waves: %ld KiB resident, %ld KiB arena (of %ld), %ld free blocks (growth from wave 10 to %d)\n",
+           rss_kib() - rss10, (long)(m.arena >> 10) - arena10, arena10, (long)m.ordblks - free10, WAVES);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *c = argc > 1 ? argv[1] : "";
     if (strcmp(c, "dlopen-thread") == 0 && argc > 2) return dlopen_thread(argv[2]);
@@ -300,6 +399,7 @@ int main(int argc, char **argv) {
     if (strcmp(c, "limit-failure") == 0) return limit_failure(argv);
     if (strcmp(c, "aligned-cache") == 0) return aligned_cache();
     if (strcmp(c, "corrupt-link") == 0) return corrupt_link();
+    if (strcmp(c, "waves") == 0) return waves(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL);
     fprintf(stderr, "usage: process CASE [ARG]\n");
     return 2;
 }

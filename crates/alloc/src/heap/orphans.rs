@@ -1,7 +1,9 @@
 //! Heaps nobody owns: a thread takes one when it starts and gives it up when it exits
 //! (`try_take`, `give_up`, `hand_back`); a heap whose class ran dry borrows the free
 //! blocks of that class that such a heap holds (`borrow`, `lend`), found through a
-//! per-class hint of the heaps nobody owns that may hold some (`ORPHANS`).
+//! per-class hint of the heaps nobody owns that may hold some (`ORPHANS`), and then
+//! the blocks other threads returned to any heap that its thread has not taken yet
+//! (`take_returned`, found through `RETURNED`).
 
 use super::*;
 
@@ -14,6 +16,26 @@ pub(super) static ORPHANS: [[AtomicU64; HEAPS / 64]; NUM_CLASSES] =
     [const { [const { AtomicU64::new(0) }; HEAPS / 64] }; NUM_CLASSES];
 
 const _: () = assert!(HEAPS.is_multiple_of(64), "orphan masks are whole words");
+
+/// Per class, the heaps (owned or not) whose remote stack of that class may hold
+/// blocks other threads returned: bit `h % 64` of word `h / 64`. Only a hint: set when
+/// a batch is pushed ([`note_remote`]), cleared by a heap that finds the stack empty
+/// when it looks ([`Heap::take_returned`]).
+///
+/// Why: blocks always go back to the heap that cut them, and in a program whose
+/// threads come and go, a thread rarely gets the heap whose returned blocks fit what it
+/// allocates: in 50 waves of 100 workers whose blocks a long-lived thread freed during
+/// the next wave, each heap came to hold stock of every class it had ever been given
+/// back, and heaps kept cutting new blocks (and committing new memory) for the classes
+/// they lacked while other heaps' returned blocks of those classes waited.
+pub(super) static RETURNED: [[AtomicU64; HEAPS / 64]; NUM_CLASSES] =
+    [const { [const { AtomicU64::new(0) }; HEAPS / 64] }; NUM_CLASSES];
+
+/// Whether some heap's remote stack of class `c` may hold returned blocks.
+#[inline]
+pub(super) fn any_returned(c: usize) -> bool {
+    RETURNED[c].iter().any(|w| w.load(Ordering::Relaxed) != 0)
+}
 
 fn mark_orphan(h: usize, c: usize) {
     // Relaxed: a hint. A thread that acts on it claims the heap with an acquire
@@ -48,6 +70,12 @@ pub(super) fn note_remote(owner: usize, c: usize) {
     if owner != 0 && !HEAP[owner].owned.load(Ordering::SeqCst) {
         mark_orphan(owner, c);
         crate::release::note_returned(owner);
+    }
+    let (word, bit) = (&RETURNED[c][owner / 64], 1 << (owner % 64));
+    if word.load(Ordering::Relaxed) & bit == 0 {
+        // Relaxed: a hint; the blocks themselves come through the remote stack's
+        // release and acquire.
+        word.fetch_or(bit, Ordering::Relaxed);
     }
 }
 
@@ -192,6 +220,51 @@ impl Heap {
             add(&bin.lent, take as u64);
             chain
         }
+    }
+
+    /// When this heap has no free block of class `c` left (nor did any heap nobody owns
+    /// lend it one): takes the blocks other threads returned to another heap's remote
+    /// stack of the class, all of them (one swap, as that heap's own thread takes them),
+    /// into this heap's inbox, and hands out the first. The blocks stay that heap's:
+    /// freed again, they go back to it. Its thread, when it runs out of the class, takes
+    /// returned blocks in turn (or cuts new ones): the stock follows the demand. Null
+    /// when no remote stack of the class holds any.
+    ///
+    /// # Safety
+    /// The caller owns this heap, and its inbox of class `c` is empty.
+    #[cold]
+    #[inline(never)]
+    pub(super) unsafe fn take_returned(&self, c: usize) -> *mut u8 {
+        let heaps = geometry().heaps;
+        for (word, bits) in RETURNED[c].iter().enumerate() {
+            let mut seen = bits.load(Ordering::Relaxed);
+            while seen != 0 {
+                let h = word * 64 + seen.trailing_zeros() as usize;
+                seen &= seen - 1;
+                if h >= heaps || h == self.index() {
+                    continue;
+                }
+                // Any thread may take a remote stack whole: its owner does the same
+                // swap, and whoever swaps first gets the chain.
+                let chain = HEAP[h].remote[c].take_all();
+                if chain.is_null() {
+                    // Relaxed: a hint, as in `note_remote`.
+                    bits.fetch_and(!(1 << (h % 64)), Ordering::Relaxed);
+                    continue;
+                }
+                // Relaxed: a figure for statistics.
+                TAKEN_RETURNED.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: the caller owns this heap; the chain holds free blocks of
+                // class `c` (checked as they are followed), which nobody else can
+                // reach now (the acquire in `take_all` made the links visible).
+                unsafe {
+                    *self.bins[c].inbox.get() = next_checked(chain, c);
+                }
+                add(&self.bins[c].reclaimed, 1);
+                return chain;
+            }
+        }
+        ptr::null_mut()
     }
 
     /// When this heap has no free block of class `c` left: takes up to a batch of the
