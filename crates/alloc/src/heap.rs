@@ -235,23 +235,41 @@ pub(crate) fn arena_failed() -> bool {
 // ---- heaps -----------------------------------------------------------------------
 
 /// Blocks a magazine holds: the fast paths pop and push here.
-pub(crate) const MAG: usize = 63;
+pub(crate) const MAG: usize = 62;
 
 /// The blocks of one class ready for the fast paths: an array stack, so an allocation
 /// reads no block and a free writes none. Only the owning thread touches it; `count` is
 /// atomic so that statistics can read it (the owner uses a plain load and store).
+///
+/// The blocks lie in `slots[1..=count]`, the newest at `slots[count]`; `slots[0]` is
+/// always null, so that the newest block can be read without a test for an empty
+/// magazine ([`push_fresh`](Self::push_fresh)'s check of a block freed twice in a
+/// row). 512 bytes in all.
 #[repr(C, align(64))]
 pub(crate) struct Mag {
     pub(crate) count: AtomicU32,
-    pub(crate) slots: UnsafeCell<[Link; MAG]>,
+    pub(crate) slots: UnsafeCell<[Link; MAG + 1]>,
 }
+
+const _: () = assert!(core::mem::size_of::<Mag>() == 512);
 
 impl Mag {
     const fn new() -> Mag {
         Mag {
             count: AtomicU32::new(0),
-            slots: UnsafeCell::new([ptr::null_mut(); MAG]),
+            slots: UnsafeCell::new([ptr::null_mut(); MAG + 1]),
         }
+    }
+
+    /// The magazine's slots for blocks, `slots[1..]`: entries below the count hold its
+    /// blocks, oldest first.
+    ///
+    /// # Safety
+    /// The caller owns the heap, and holds no other reference into the slots.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn held(&self) -> &mut [Link] {
+        // SAFETY: the caller's contract: the owner alone touches the slots.
+        unsafe { &mut (&mut *self.slots.get())[1..] }
     }
 
     /// Pops a block; null when empty.
@@ -264,8 +282,9 @@ impl Mag {
         if n == 0 || n > MAG {
             return ptr::null_mut();
         }
-        // SAFETY: the owner alone touches the slots; slot n - 1 holds a free block.
-        let p = unsafe { (*self.slots.get())[n - 1] };
+        // SAFETY: the owner alone touches the slots; slot n (1 <= n <= MAG) holds the
+        // newest free block.
+        let p = unsafe { (*self.slots.get())[n] };
         // Relaxed: only the owner uses the count; statistics read it as a figure.
         self.count.store(n as u32 - 1, Ordering::Relaxed);
         p
@@ -281,8 +300,8 @@ impl Mag {
         if n >= MAG {
             return false;
         }
-        // SAFETY: the owner alone touches the slots.
-        unsafe { (*self.slots.get())[n] = p };
+        // SAFETY: the owner alone touches the slots; n + 1 <= MAG.
+        unsafe { (*self.slots.get())[n + 1] = p };
         // Relaxed: as in `pop`.
         self.count.store(n as u32 + 1, Ordering::Relaxed);
         true
@@ -290,8 +309,8 @@ impl Mag {
 
     /// [`push`](Self::push) for a `free` whose caller may free a block twice (the C
     /// interface): a block that is already the newest in the magazine stops the
-    /// process with a message. One more load and comparison, of a slot next to the
-    /// one the push writes.
+    /// process with a message. One more load and comparison (of the slot next to the
+    /// one the push writes; slot 0, always null, when the magazine is empty).
     ///
     /// # Safety
     /// The caller owns the heap; `p` is a block of the magazine's class and heap that
@@ -302,12 +321,12 @@ impl Mag {
         if n >= MAG {
             return false;
         }
-        // SAFETY: the owner alone touches the slots; `n - 1 < MAG` when `n > 0`.
-        if n > 0 && unsafe { (*self.slots.get())[n - 1] } == p {
+        // SAFETY: the owner alone touches the slots; n < MAG.
+        if unsafe { (*self.slots.get())[n] } == p {
             freed_twice(p);
         }
         // SAFETY: as in `push`.
-        unsafe { (*self.slots.get())[n] = p };
+        unsafe { (*self.slots.get())[n + 1] = p };
         // Relaxed: as in `pop`.
         self.count.store(n as u32 + 1, Ordering::Relaxed);
         true
@@ -320,10 +339,11 @@ impl Mag {
     #[inline]
     unsafe fn newest(&self) -> *mut u8 {
         let n = self.count.load(Ordering::Relaxed) as usize;
-        match n {
-            // SAFETY: the owner alone touches the slots; `n - 1 < MAG`.
-            1..=MAG => unsafe { (*self.slots.get())[n - 1] },
-            _ => ptr::null_mut(),
+        if n <= MAG {
+            // SAFETY: the owner alone touches the slots; slot 0 is null.
+            unsafe { (*self.slots.get())[n] }
+        } else {
+            ptr::null_mut()
         }
     }
 }
@@ -588,7 +608,7 @@ impl Heap {
         let half = n / 2;
         // SAFETY: the owner alone touches the magazine, the depot and the list.
         unsafe {
-            let slots = &mut *mag.slots.get();
+            let slots = mag.held();
             let len = &mut *bin.depot_len.get();
             if self.depot_room(c, *len + half) {
                 let depot = self.depot(c).add(*len);
@@ -713,7 +733,7 @@ impl Heap {
             // blocks of this region.
             unsafe {
                 let depot = self.depot(c).add(*len);
-                let slots = &mut *mag.slots.get();
+                let slots = mag.held();
                 for (k, slot) in slots[..take].iter_mut().enumerate() {
                     *slot = start.wrapping_add(depot.add(k).read() as usize);
                 }
@@ -814,7 +834,7 @@ impl Heap {
         // The magazine pops from its top: reversed, the new blocks go out in address
         // order, which the hardware prefetcher follows.
         // SAFETY: the owner alone touches the magazine, which held nothing before.
-        unsafe { (&mut *mag.slots.get())[..got].reverse() };
+        unsafe { mag.held()[..got].reverse() };
         add(&bin.carved, got as u64);
         got
     }

@@ -48,13 +48,17 @@
 //!   allocation, so it never walks a chain of lines another core wrote. A
 //!   thread flushes its batches when it exits, when it commits new memory, and when it
 //!   calls [`flush`].
-//! - **Thread exit.** An exiting thread gives its heap back; the next thread to start
+//! - **Thread exit.** An exiting thread gives its heap back (from a pthread key's
+//!   destructor, which takes no loader lock and runs after every thread-local
+//!   destructor, so a plugin's threads and a thread whose first call is in a key
+//!   destructor are covered); the next thread to start
 //!   claims it, with its depots and memory, and reclaims the blocks freed to it in
 //!   between. Blocks live at exit and freed later by others are therefore never lost,
 //!   and they do not wait for that: a heap that runs out of a class, before it cuts new
 //!   memory, borrows up to 64 free blocks of it from a heap nobody owns: those other
 //!   threads returned to it, then those its thread kept (freed again, they go back to
-//!   that heap). An exiting thread gathers its free blocks into its depots, sorted, so
+//!   that heap); then it takes the blocks other threads returned to any other heap that
+//!   its thread has not taken yet. An exiting thread gathers its free blocks into its depots, sorted, so
 //!   the next owner gets them in address order, not in the order of the frees.
 //! - **Memory back to the system.** A live thread keeps the free blocks it uses
 //!   resident; four times a second at most, on its slow paths, it gives back
@@ -70,14 +74,15 @@
 //! - **Large blocks.** Above 256 KiB and up to 4 MiB (at most page-aligned), a block is
 //!   a slot of one of 16 large classes in a range reserved once; committed slots stay
 //!   one mapping however many are freed, and a freed slot gives its memory back (but
-//!   one freed slot of up to 1 MiB per class). A small request whose heap's region
-//!   is full takes the smallest large class.
+//!   one freed slot of up to 1 MiB per class); a slot freed twice stops the process.
 //! - **Big blocks.** Above 4 MiB (or aligned beyond a page; a request aligned beyond
 //!   a class's 128 bytes and up to a page is served inside a bigger class's block), a
-//!   block is a
-//!   page-granular mapping of its own with a 16-byte header. Freed mappings up to 1 MiB
-//!   are cached for reuse; bigger ones are unmapped, returning the memory to the system,
-//!   and one that `realloc` grows moves its mapping (`mremap`) instead of being copied.
+//!   block is a page-granular mapping of its own, recorded in a table outside every
+//!   block (no header), so a `free` of any address outside the arena knows exactly
+//!   whether it is a block. Freed mappings up to 1 MiB are cached for reuse (at any
+//!   alignment; [`trim`] gives them back); bigger ones are unmapped, returning the
+//!   memory to the system, and one that `realloc` grows moves its mapping (`mremap`)
+//!   instead of being copied.
 //!   One that `realloc` shrinks stays in place and, when that frees at least 64 KiB,
 //!   gives the tail of its mapping back to the system.
 //! - **The shared heap.** Heap 0 is never claimed: threads that find no free heap (more
@@ -87,14 +92,21 @@
 //! - **The operating system's limits.** Where the 16 TiB reservation is refused (a
 //!   limit on the address space, `ulimit -v`; a kernel with a small one), the arena is
 //!   a smaller one of the same layout that fits a quarter of the limit
-//!   ([`class::GEOMETRIES`]), with the same fast paths. Small requests no arena can serve (none could be reserved, or a heap's
-//!   4 GiB region of the class is full) come from the C library's `malloc`. A mapping
-//!   the system refuses to unmap is kept for reuse, its pages released.
+//!   ([`class::GEOMETRIES`]), with the same fast paths. Small requests no arena can
+//!   serve (none could be reserved, or a heap's 4 GiB region of the class is full) come
+//!   from chunks of 1 MiB outside it, each cut into blocks of one class (the 256 KiB
+//!   class from the large range first), so a program under a tight limit gets about as
+//!   far as with the C library's allocator. A mapping the system refuses to unmap is
+//!   kept for reuse, its pages released.
 //!   [`stats`] reports the mode ([`ArenaMode`]).
 //! - **Fork.** `pthread_atfork` handlers hold every lock of the allocator across a
 //!   `fork`, so a forked child can always allocate, whatever the parent's other threads
-//!   were doing. The heaps those threads owned stay theirs in the child and are not
-//!   reused there.
+//!   were doing; the forking thread passes through them, so fork handlers the program
+//!   registered earlier may allocate. The heaps those threads owned stay theirs in the
+//!   child and are not reused there.
+//! - **Misuse.** The allocation paths never panic: a failed check (an address that is
+//!   no block, a block freed twice where that is cheap to see, a free list a write after
+//!   free corrupted) writes one line to standard error and aborts.
 //!
 //! Small blocks are never returned to the system: freed blocks go back to their heap's
 //! magazines and depots and are reused, the document's choice.

@@ -249,7 +249,7 @@ impl Heap {
         for k in 0..n {
             // SAFETY: the owner alone touches the magazine; slots below the count hold
             // free blocks of this class and heap.
-            let p = unsafe { (*mag.slots.get())[k] };
+            let p = unsafe { mag.held()[k] };
             // SAFETY: as above; the block leaves the magazine just below.
             unsafe { self.stash(c, p) };
         }
