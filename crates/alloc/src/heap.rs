@@ -1148,6 +1148,17 @@ pub(crate) fn trim() -> usize {
         }
         done += 1;
     }
+    if arena_ready() {
+        // The shared heap too, under its lock: the blocks other threads returned to it
+        // go to its depots and the pages only free blocks cover go back.
+        // SAFETY: the lock makes this thread heap 0's owner; the arena is reserved.
+        with_shared(|h| unsafe {
+            h.retire_all(crate::release::now_ns());
+            h.flush_outboxes();
+            h.release_all();
+        });
+        done += 1;
+    }
     crate::big::trim();
     done + crate::release::release_idle(0)
 }
