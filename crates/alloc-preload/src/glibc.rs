@@ -113,8 +113,10 @@ impl Write for Text {
 }
 
 /// `malloc_stats()`: the allocator's figures, one per line, on standard error.
+/// (`C-unwind`: `write` is a cancellation point, and a thread cancelled there unwinds
+/// through this function, which holds nothing to drop.)
 #[no_mangle]
-pub extern "C" fn malloc_stats() {
+pub extern "C-unwind" fn malloc_stats() {
     let s = alloc_core::stats();
     let m = mallinfo2();
     let mut t = Text::new();
@@ -150,9 +152,10 @@ pub extern "C" fn malloc_stats() {
 /// elements). `options` must be 0 (else `EINVAL` and -1).
 ///
 /// # Safety
-/// `stream` is an open `FILE *`.
+/// `stream` is an open `FILE *`. (`C-unwind`, as `malloc_stats`: `fputs` is a
+/// cancellation point.)
 #[no_mangle]
-pub unsafe extern "C" fn malloc_info(options: c_int, stream: *mut libc::FILE) -> c_int {
+pub unsafe extern "C-unwind" fn malloc_info(options: c_int, stream: *mut libc::FILE) -> c_int {
     if options != 0 {
         // SAFETY: the calling thread's errno.
         unsafe { *libc::__errno_location() = libc::EINVAL };

@@ -110,6 +110,16 @@ pub extern "C" fn malloc_trim(_pad: usize) -> c_int {
     1
 }
 
+/// The library's constructor: the allocator's fork handlers are registered before the
+/// program runs (`capi::init`).
+extern "C" fn init() {
+    capi::init();
+}
+
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn() = init;
+
 /// 1 when `p` lies in memory this allocator manages, else 0.
 #[no_mangle]
 pub extern "C" fn handoff_alloc_owns(p: *const c_void) -> c_int {

@@ -218,19 +218,13 @@ static BIG: Big = Big {
     }),
 };
 
-/// This part's lock, held across a fork (see `crate::fork`).
-struct BigLock;
-
-impl crate::fork::LockSet for BigLock {
-    fn each(mut f: impl FnMut(&'static Lock)) {
-        f(&BIG.lock);
-    }
+/// This part's lock, for the fork handlers (see `crate::fork`).
+pub(crate) fn fork_locks(f: &mut impl FnMut(&'static Lock)) {
+    f(&BIG.lock);
 }
 
-static FORK: crate::fork::Handlers = crate::fork::Handlers::new::<BigLock>();
-
 fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    FORK.register();
+    crate::FORK.register();
     let _held = BIG.lock.lock();
     // SAFETY: the lock is held.
     f(unsafe { &mut *BIG.state.get() })

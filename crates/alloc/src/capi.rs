@@ -326,7 +326,10 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
     let old = match find(p, "realloc") {
         Block::Small { class, start, .. } => {
             let old = class_size(class) - (p.addr() - start.addr());
-            if size <= old && size >= old / 2 {
+            // In place when it still fits, uses at least half, and has `malloc`'s
+            // alignment for the new size (a block of the 24-byte class, which
+            // `posix_memalign(8, ..)` may give, is only 8-aligned).
+            if size <= old && size >= old / 2 && p.addr() & (malloc_align(size) - 1) == 0 {
                 return p;
             }
             old
@@ -457,6 +460,19 @@ fn aligned_or_enomem(size: usize, align: usize) -> *mut u8 {
         set_errno(libc::ENOMEM);
     }
     p
+}
+
+/// Prepares the allocator for the process before its first allocation: registers its
+/// fork handlers. `libhandoff_alloc.so` calls it from its constructor, so that they
+/// are in place before any of the program's fork handlers could make the process's
+/// first allocation (every allocation path registers them too, when it has not been
+/// called).
+///
+/// ```
+/// handoff_alloc::capi::init();
+/// ```
+pub fn init() {
+    crate::FORK.register();
 }
 
 /// Whether `p` lies in memory this allocator manages (its arena, its large range, or

@@ -233,6 +233,40 @@ pub fn block_of_aligned(p: *mut u8, c: usize) -> *mut u8 {
     p.wrapping_sub(p.addr().wrapping_sub(first_block(c)) & (size - 1))
 }
 
+/// Whether `in_region`, an offset inside a region of class `c`, is where one of the
+/// class's blocks starts: at least [`first_block`]`(c)`, and a whole number of blocks
+/// past it. Without a division: every class size is `2^k` or `3 * 2^k`, so the test is
+/// `k` low bits clear and, for the latter, the rest a multiple of three (a
+/// multiplication by three's inverse modulo `2^64` lands at most at `u64::MAX / 3`
+/// exactly for the multiples).
+#[inline]
+pub const fn is_block_offset(c: usize, in_region: usize) -> bool {
+    if in_region < first_block(c) {
+        return false;
+    }
+    let off = (in_region - first_block(c)) as u64;
+    let size = CLASS_SIZES[c] as u64;
+    let k = size.trailing_zeros();
+    if off & ((1 << k) - 1) != 0 {
+        return false;
+    }
+    match size >> k {
+        1 => true,
+        // 3 * 0xaaaa_aaaa_aaaa_aaab = 1 modulo 2^64.
+        _ => (off >> k).wrapping_mul(0xaaaa_aaaa_aaaa_aaab) <= u64::MAX / 3,
+    }
+}
+
+// Every class size is a power of two or three times one (what `is_block_offset` uses).
+const _: () = {
+    let mut c = 0;
+    while c < NUM_CLASSES {
+        let odd = CLASS_SIZES[c] >> CLASS_SIZES[c].trailing_zeros();
+        assert!(odd == 1 || odd == 3);
+        c += 1;
+    }
+};
+
 /// The first class slot of a heap's span that no class uses: the depots start there.
 pub const DEPOT_SLOT: usize = NUM_CLASSES;
 /// Alignment of each depot in the span, and the step its memory is committed in.
@@ -549,6 +583,30 @@ mod tests {
             }
             assert_eq!(offsets[0], geo.region_offset(0, DEPOT_SLOT));
             assert!(offsets[NUM_CLASSES] <= geo.span(), "{geo:?}");
+        }
+    }
+
+    #[test]
+    fn block_offsets_are_exactly_the_starts_of_blocks() {
+        for c in 0..NUM_CLASSES {
+            let (first, size) = (first_block(c), class_size(c));
+            // Under Miri, the last bytes before the first block and four blocks, by
+            // steps of 97 bytes between block starts.
+            let (from, blocks, step) = if cfg!(miri) {
+                (first - 16, 4, 97)
+            } else {
+                (0, 40, 1)
+            };
+            let mut off = from;
+            while off < first + blocks * size {
+                let want = off >= first && (off - first) % size == 0;
+                assert_eq!(is_block_offset(c, off), want, "class {c}, offset {off}");
+                off += if want || off + 1 == first { 1 } else { step };
+            }
+            // Far into a region too.
+            let far = first + 1_000_003 * size;
+            assert!(is_block_offset(c, far), "class {c}");
+            assert!(!is_block_offset(c, far + size / 2), "class {c}");
         }
     }
 

@@ -5,12 +5,15 @@
 //! that no other thread is inside one of them; after it, the parent releases them and
 //! the child marks them free.
 //!
-//! Each part of the allocator that has locks lists them ([`LockSet`]) and registers its
-//! own handlers ([`Handlers`]) before it first takes one of them: this module knows none
-//! of the parts. The locks are never nested (no code path holds two), so the order in
-//! which the parts' handlers take them does not matter. A part registers through
-//! `pthread_once` while it holds no lock, which glibc makes safe against a fork during
-//! the registration itself (the registration waits for the fork to finish).
+//! Each part of the allocator that has locks lists them (its `fork_locks`); the crate's
+//! root gathers the lists into one [`LockSet`] and one [`Handlers`] (`crate::FORK`),
+//! which every part registers before it first takes one of its locks, holding none:
+//! this module knows none of the parts. The locks are never nested (no code path holds
+//! two), so the order in which the handlers take them does not matter. The registration
+//! goes through `pthread_once`, which glibc makes safe against a fork during it (the
+//! child starts it again); a registration re-entered from inside itself (glibc's
+//! `pthread_atfork` allocates once a process has 48 handlers, and the allocation may
+//! be the allocator's first) returns at once instead of waiting for itself.
 //!
 //! Handlers the program registered before the allocator's run while the forking thread
 //! holds the locks (prepare handlers run in the reverse order of registration, parent
@@ -19,12 +22,22 @@
 //!
 //! Heaps owned by the parent's other threads stay claimed in the child (their owners
 //! do not exist there, and their state may be half-changed), so the child never
-//! touches them: blocks of theirs the child frees go to their remote-free stacks, as
-//! any remote free does, and are simply never reused. The child claims heaps of its own.
+//! touches their magazines or depots: blocks of theirs the child frees go to their
+//! remote-free stacks, as any remote free does, which the child's heaps may take when
+//! they run out of a class (one atomic swap, as for any heap). The child claims heaps of
+//! its own.
 
 use crate::lock::Lock;
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// The thread inside a registration (`pthread_self`), or 0.
+static REGISTERING: AtomicUsize = AtomicUsize::new(0);
+
+fn this_thread() -> usize {
+    // SAFETY: `pthread_self` has no precondition.
+    unsafe { libc::pthread_self() as usize }
+}
 
 /// The locks of one part of the allocator, for its fork handlers.
 pub(crate) trait LockSet {
@@ -65,6 +78,10 @@ impl Handlers {
     #[cold]
     #[inline(never)]
     fn register_slow(&'static self) {
+        // Relaxed: only this thread stores its own identity there (in `install`).
+        if REGISTERING.load(Ordering::Relaxed) == this_thread() {
+            return; // re-entered from inside the registration: see the module's doc
+        }
         // SAFETY: `once` is a valid control word that lives forever; `install` takes
         // no argument and returns after registering.
         unsafe { libc::pthread_once(self.once.get(), self.install) };
@@ -75,10 +92,13 @@ impl Handlers {
 }
 
 extern "C" fn install<L: LockSet>() {
+    // Relaxed: read back only by this thread (`register_slow`).
+    REGISTERING.store(this_thread(), Ordering::Relaxed);
     // SAFETY: the three handlers are `extern "C"` functions that live forever and
     // neither unwind nor allocate. If the system cannot register them (out of memory),
     // forks are as unsafe as they were before this module; nothing else changes.
     unsafe { libc::pthread_atfork(Some(prepare::<L>), Some(parent::<L>), Some(child::<L>)) };
+    REGISTERING.store(0, Ordering::Relaxed);
 }
 
 /// Before a fork: take every lock of the part, so that no other thread is inside one.

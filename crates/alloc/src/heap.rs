@@ -14,8 +14,8 @@
 
 use crate::arena_word::ArenaWord;
 use crate::class::{
-    class_size, first_block, Geometry, CLASS_BITS, DEPOT_CHUNK, DEPOT_ENTRY, DEPOT_TABLES,
-    GEOMETRIES, HEAPS, MAX_SMALL, NUM_CLASSES,
+    class_size, first_block, is_block_offset, Geometry, CLASS_BITS, DEPOT_CHUNK, DEPOT_ENTRY,
+    DEPOT_TABLES, GEOMETRIES, HEAPS, MAX_SMALL, NUM_CLASSES,
 };
 use crate::fatal::debug_check;
 use crate::lock::Lock;
@@ -112,16 +112,23 @@ pub(crate) fn decode(p: *mut u8) -> Option<(usize, usize)> {
 
 /// The link of `p`, a free block of class `c` on a chain (an inbox, a chain returned
 /// by other threads, the overflow list, a chain lent by another heap), read after
-/// checking that `p` is one: an address of the arena in a region of class `c`. A
-/// chain's links lie in the blocks themselves, which a program may write after freeing
-/// them: such a link stops the process with a message instead of being followed (or
-/// handed out).
+/// checking that `p` is one: an address of the arena in a region of class `c`, where
+/// one of the class's blocks starts. A chain's links lie in the blocks themselves,
+/// which a program may write after freeing them: such a link stops the process with a
+/// message instead of being followed (or handed out, overlapping another block). (A
+/// link to a block's start past the part of its region committed so far is not caught:
+/// reading it faults.)
 ///
 /// # Safety
 /// `p` came from a chain of free blocks of class `c` that only this thread can reach.
 #[inline]
 pub(crate) unsafe fn next_checked(p: *mut u8, c: usize) -> *mut u8 {
-    if decode(p).is_none_or(|(_, class)| class != c) {
+    let (geo, off) = locate(p);
+    let in_region = off & (geo.region_size() - 1);
+    if geo
+        .decode(off)
+        .is_none_or(|(_, class)| class != c || !is_block_offset(c, in_region))
+    {
         corrupt_link(p);
     }
     // SAFETY: a block of class `c` in the arena, committed (every block of a region
@@ -182,7 +189,7 @@ pub(crate) fn address_budget() -> usize {
 fn reserve_arena() -> Option<*mut u8> {
     // Before any thread can be half-way through the reservation or take the shared
     // heap's lock, a fork must find the handlers in place.
-    FORK.register();
+    crate::FORK.register();
     let _held = ARENA_LOCK.lock();
     match ARENA_STATE.load(Ordering::Acquire) {
         READY => return Some(ARENA.load(Ordering::Relaxed)),
@@ -1059,18 +1066,12 @@ fn with_shared<R>(f: impl FnOnce(&Heap) -> R) -> R {
 
 // ---- fork ------------------------------------------------------------------------
 
-/// This part's locks, held across a fork (see `crate::fork`): the arena's reservation
-/// and the shared heap.
-struct HeapLocks;
-
-impl crate::fork::LockSet for HeapLocks {
-    fn each(mut f: impl FnMut(&'static Lock)) {
-        f(&ARENA_LOCK);
-        f(&SHARED_LOCK);
-    }
+/// This part's locks, for the fork handlers (see `crate::fork`): the arena's
+/// reservation and the shared heap.
+pub(crate) fn fork_locks(f: &mut impl FnMut(&'static Lock)) {
+    f(&ARENA_LOCK);
+    f(&SHARED_LOCK);
 }
-
-static FORK: crate::fork::Handlers = crate::fork::Handlers::new::<HeapLocks>();
 
 // ---- the slow paths --------------------------------------------------------------
 

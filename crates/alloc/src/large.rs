@@ -145,7 +145,7 @@ fn base() -> Option<*mut u8> {
 #[inline(never)]
 fn reserve() -> Option<*mut u8> {
     // Before any thread can hold one of these locks, a fork must find the handlers.
-    FORK.register();
+    crate::FORK.register();
     let _held = RESERVE.lock();
     match STATE.load(Ordering::Acquire) {
         READY => return Some(BASE.load(Ordering::Relaxed)),
@@ -373,20 +373,14 @@ pub(crate) unsafe fn free(p: *mut u8) {
     debug_check!(pushed, "a slot whose memory went back is taken");
 }
 
-/// This part's locks, held across a fork (see `crate::fork`): the reservation's and
+/// This part's locks, for the fork handlers (see `crate::fork`): the reservation's and
 /// every class's.
-struct RangeLocks;
-
-impl crate::fork::LockSet for RangeLocks {
-    fn each(mut f: impl FnMut(&'static Lock)) {
-        f(&RESERVE);
-        for c in &CLASSES {
-            f(&c.lock);
-        }
+pub(crate) fn fork_locks(f: &mut impl FnMut(&'static Lock)) {
+    f(&RESERVE);
+    for c in &CLASSES {
+        f(&c.lock);
     }
 }
-
-static FORK: crate::fork::Handlers = crate::fork::Handlers::new::<RangeLocks>();
 
 #[cfg(test)]
 mod tests {

@@ -103,7 +103,7 @@
 //!   `fork`, so a forked child can always allocate, whatever the parent's other threads
 //!   were doing; the forking thread passes through them, so fork handlers the program
 //!   registered earlier may allocate. The heaps those threads owned stay theirs in the
-//!   child and are not reused there.
+//!   child: the child's heaps may take only the blocks freed back to them.
 //! - **Misuse.** The allocation paths never panic: a failed check (an address that is
 //!   no block, a block freed twice where that is cheap to see, a free list a write after
 //!   free corrupted) writes one line to standard error and aborts.
@@ -161,6 +161,29 @@ pub use stats::{heap_stats, stats, ArenaMode, HeapStats, Stats};
 
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod imp;
+
+/// Every lock of the allocator, held across a fork: each part lists its own.
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+struct AllLocks;
+
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+impl fork::LockSet for AllLocks {
+    fn each(mut f: impl FnMut(&'static lock::Lock)) {
+        heap::fork_locks(&mut f);
+        big::fork_locks(&mut f);
+        large::fork_locks(&mut f);
+        spill::fork_locks(&mut f);
+    }
+}
+
+/// The allocator's fork handlers, registered once for every part together, before any
+/// part first takes one of its locks (and, in libhandoff_alloc.so, from its constructor:
+/// [`capi::init`]). Registered part by part, as each was first used, a part first used
+/// while another thread ran a fork's prepare handlers could miss that fork (newer glibc
+/// lets a registration through then and skips the handlers registered after the fork
+/// began), and its lock could stay held in the child.
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+pub(crate) static FORK: fork::Handlers = fork::Handlers::new::<AllLocks>();
 
 /// The allocator. Install it with `#[global_allocator]`, or call its [`GlobalAlloc`]
 /// methods directly: it keeps all its state in statics, so every value of it is the

@@ -35,7 +35,8 @@ pub unsafe fn set_next(block: Link, to: Link) {
     unsafe { block.cast::<Link>().write(to) }
 }
 
-/// A multi-producer stack of block chains with a single taker.
+/// A multi-producer stack of block chains, taken whole: any thread may take it (one
+/// swap), the owner of its heap usually, another heap out of a class sometimes.
 pub struct RemoteStack {
     head: AtomicPtr<u8>,
 }

@@ -16,8 +16,9 @@
 //! 32-byte blocks.
 //!
 //! Every chunk is recorded (its address and class, in a table of fixed size that only
-//! grows), so a `free` knows exactly whether an address is a block here: a chunk's
-//! block starts at [`HEAD`] plus a multiple of its class's size. Blocks are aligned as
+//! grows), so a `free` knows whether an address is a block here without reading it: in
+//! a recorded chunk, at [`HEAD`] plus a multiple of its class's size (a block position
+//! not handed out yet passes too). Blocks are aligned as
 //! the arena's blocks of the class are ([`HEAD`] is the arena's region head), so any
 //! request the class serves at an alignment up to 128 bytes fits; over-aligned requests
 //! beyond that are mappings of their own. Free blocks are never given back to the
@@ -89,19 +90,13 @@ static SPILL: Spill = Spill {
     }),
 };
 
-/// This part's lock, held across a fork (see `crate::fork`).
-struct SpillLock;
-
-impl crate::fork::LockSet for SpillLock {
-    fn each(mut f: impl FnMut(&'static Lock)) {
-        f(&SPILL.lock);
-    }
+/// This part's lock, for the fork handlers (see `crate::fork`).
+pub(crate) fn fork_locks(f: &mut impl FnMut(&'static Lock)) {
+    f(&SPILL.lock);
 }
 
-static FORK: crate::fork::Handlers = crate::fork::Handlers::new::<SpillLock>();
-
 fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    FORK.register();
+    crate::FORK.register();
     let _held = SPILL.lock.lock();
     // SAFETY: the lock is held.
     f(unsafe { &mut *SPILL.state.get() })
@@ -129,8 +124,9 @@ fn chunk_class(chunk: usize) -> Option<usize> {
     }
 }
 
-/// The class of `p` if it is the start of a block here, else `None`: an exact answer
-/// for any address, read without touching the address.
+/// The class of `p` if it is where a block starts in one of the recorded chunks, else
+/// `None`, for any address, read without touching the address. (A position of its
+/// chunk no block was cut from yet passes.)
 pub(crate) fn find(p: *const u8) -> Option<usize> {
     let chunk = p.addr() & !(CHUNK - 1);
     if chunk == 0 || CHUNKS.load(Ordering::Relaxed) == 0 {

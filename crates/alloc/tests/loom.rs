@@ -1,6 +1,7 @@
 //! Loom models of the remote-free stack (two threads push chains of blocks while the
 //! owner takes the stack; every block arrives exactly once, with what its freeing
-//! thread wrote into it before the push) and of the arena's publication (a thread
+//! thread wrote into it before the push; and the same with another heap taking the
+//! stack too, as a heap out of a class does) and of the arena's publication (a thread
 //! decoding an address sees the arena's base and shape as one pair).
 #![cfg(loom)]
 
@@ -56,6 +57,44 @@ fn every_pushed_block_is_taken_once() {
         take(&stack, &mut seen);
         seen.sort_unstable();
         assert_eq!(seen, vec![100, 101, 200, 201]);
+        assert!(stack.is_empty());
+    });
+}
+
+/// A pusher, the owner and another heap's thread taking the stack at once (the latter
+/// when its heap runs out of a class, `Heap::take_returned`): every block is taken
+/// exactly once, by one of the two, with what the pusher wrote.
+#[test]
+fn two_takers_take_every_block_once() {
+    loom::model(|| {
+        let stack = Arc::new(RemoteStack::new());
+        let chain: Vec<usize> = blocks(2, 1).into_iter().map(|p| p as usize).collect();
+        let pusher = {
+            let stack = stack.clone();
+            thread::spawn(move || {
+                let b: Vec<*mut u8> = chain.iter().map(|&a| a as *mut u8).collect();
+                // SAFETY: fresh blocks, linked here, pushed once.
+                unsafe {
+                    set_next(b[0], b[1]);
+                    stack.push_chain(b[0], b[1]);
+                }
+            })
+        };
+        let other = {
+            let stack = stack.clone();
+            thread::spawn(move || {
+                let mut seen = Vec::new();
+                take(&stack, &mut seen);
+                seen
+            })
+        };
+        let mut seen = Vec::new();
+        take(&stack, &mut seen);
+        pusher.join().unwrap();
+        seen.extend(other.join().unwrap());
+        take(&stack, &mut seen);
+        seen.sort_unstable();
+        assert_eq!(seen, vec![100, 101]);
         assert!(stack.is_empty());
     });
 }

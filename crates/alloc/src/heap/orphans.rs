@@ -248,7 +248,9 @@ impl Heap {
                 // swap, and whoever swaps first gets the chain.
                 let chain = HEAP[h].remote[c].take_all();
                 if chain.is_null() {
-                    // Relaxed: a hint, as in `note_remote`.
+                    // Relaxed: a hint, as in `note_remote`. A push between the swap and
+                    // this may see the bit still set and not set it again: the hint is
+                    // lost for those blocks, which wait for their heap's own thread.
                     bits.fetch_and(!(1 << (h % 64)), Ordering::Relaxed);
                     continue;
                 }
