@@ -60,22 +60,33 @@ fn an_address_the_allocator_did_not_hand_out_aborts_with_a_message() {
         ("foreign-realloc", "realloc"),
         ("foreign-usable", "malloc_usable_size"),
     ] {
-        let out = preloaded(api(), case);
-        let stderr = text(&out.stderr);
-        assert_eq!(
-            out.status.signal(),
-            Some(libc::SIGABRT),
-            "{case}: {:?}\n{}{stderr}",
-            out.status,
-            text(&out.stdout)
+        aborts_with(
+            case,
+            &[
+                &format!("handoff-alloc: {call}(0x"),
+                "not a block of this allocator",
+            ],
         );
-        assert!(
-            stderr.contains(&format!("handoff-alloc: {call}(0x"))
-                && stderr.contains("not a block of this allocator"),
-            "{case}: {stderr}"
-        );
-        assert!(!text(&out.stdout).contains("survived"), "{case}");
     }
+}
+
+/// Runs the suite's `case` preloaded: it must abort (SIGABRT) before the program goes
+/// on, with every one of `messages` on standard error.
+fn aborts_with(case: &str, messages: &[&str]) {
+    let out = preloaded(api(), case);
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGABRT),
+        "{case}: {:?}\n{}{stderr}",
+        out.status,
+        text(&out.stdout)
+    );
+    assert!(
+        messages.iter().all(|m| stderr.contains(m)),
+        "{case}: {stderr}"
+    );
+    assert!(!text(&out.stdout).contains("survived"), "{case}");
 }
 
 #[test]
@@ -89,19 +100,6 @@ fn a_block_freed_twice_aborts_with_a_message_that_names_it() {
         "remote-twice",
         "big-twice",
     ] {
-        let out = preloaded(api(), case);
-        let stderr = text(&out.stderr);
-        assert_eq!(
-            out.status.signal(),
-            Some(libc::SIGABRT),
-            "{case}: {:?}\n{}{stderr}",
-            out.status,
-            text(&out.stdout)
-        );
-        assert!(
-            stderr.contains("handoff-alloc: free(0x") && stderr.contains("twice"),
-            "{case}: {stderr}"
-        );
-        assert!(!text(&out.stdout).contains("survived"), "{case}");
+        aborts_with(case, &["handoff-alloc: free(0x", "twice"]);
     }
 }

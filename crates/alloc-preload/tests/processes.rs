@@ -22,27 +22,29 @@ fn process() -> &'static Path {
 
 const DEADLINE: Duration = Duration::from_secs(120);
 
-/// Runs a case preloaded; it must exit 0.
-fn passes(args: &[&str], env: &[(&str, &str)]) -> String {
-    let out = run(process(), args, env, true, DEADLINE);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+/// The output of a run that must have exited 0 (`what` names it in the failure).
+fn succeeded(out: &Output, what: &str) -> String {
+    let stdout = text(&out.stdout);
     assert!(
         out.status.success(),
-        "{args:?}: {:?}\n{stdout}{stderr}",
-        out.status
+        "{what}: {:?}\n{stdout}{}",
+        out.status,
+        text(&out.stderr)
     );
     stdout
 }
 
+/// Runs a case preloaded; it must exit 0.
+fn passes(args: &[&str], env: &[(&str, &str)]) -> String {
+    succeeded(
+        &run(process(), args, env, true, DEADLINE),
+        &format!("{args:?}"),
+    )
+}
+
 /// The figure a case prints after its name and a colon.
 fn figure(out: &Output, case: &str) -> i64 {
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{case}: {:?}\n{stdout}{}",
-        out.status,
-        text(&out.stderr)
-    );
+    let stdout = succeeded(out, case);
     stdout
         .lines()
         .find_map(|l| l.strip_prefix(&format!("{case}: ")))
@@ -126,13 +128,7 @@ fn a_free_list_corrupted_after_free_stops_with_the_allocators_message() {
 /// The three figures `waves` prints: resident growth (KiB), arena growth (KiB), the
 /// arena at wave 10 (KiB), new free blocks, each from wave 10 to wave 50.
 fn wave_figures(out: &Output, what: &str) -> [i64; 4] {
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{what}: {:?}\n{stdout}{}",
-        out.status,
-        text(&out.stderr)
-    );
+    let stdout = succeeded(out, what);
     let nums: Vec<i64> = stdout
         .trim()
         .trim_start_matches("waves:")

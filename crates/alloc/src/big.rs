@@ -26,9 +26,8 @@
 
 use crate::class::round_up;
 use crate::fatal::{debug_check, Message};
-use crate::lock::Lock;
+use crate::lock::{Lock, Locked};
 use crate::os::{self, PAGE};
-use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -197,37 +196,27 @@ struct State {
     record: Record,
 }
 
-struct Big {
-    lock: Lock,
-    state: UnsafeCell<State>,
-}
+// SAFETY: the raw pointers are mappings of this module's own, reached only under the
+// lock of `BIG`; no thread keeps one across calls.
+unsafe impl Send for State {}
 
-// SAFETY: `state` is only touched while `lock` is held.
-unsafe impl Sync for Big {}
-
-static BIG: Big = Big {
-    lock: Lock::new(),
-    state: UnsafeCell::new(State {
-        cache: [(0, ptr::null_mut()); CACHE_SLOTS],
-        kept: ptr::null_mut(),
-        record: Record {
-            table: ptr::null_mut(),
-            cap: 0,
-            len: 0,
-        },
-    }),
-};
+static BIG: Locked<State> = Locked::new(State {
+    cache: [(0, ptr::null_mut()); CACHE_SLOTS],
+    kept: ptr::null_mut(),
+    record: Record {
+        table: ptr::null_mut(),
+        cap: 0,
+        len: 0,
+    },
+});
 
 /// This part's lock, for the fork handlers (see `crate::fork`).
 pub(crate) fn fork_locks(f: &mut impl FnMut(&'static Lock)) {
-    f(&BIG.lock);
+    f(BIG.lock());
 }
 
 fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    crate::FORK.register();
-    let _held = BIG.lock.lock();
-    // SAFETY: the lock is held.
-    f(unsafe { &mut *BIG.state.get() })
+    BIG.with(f)
 }
 
 /// Unmaps a whole mapping, or, if the system refuses, releases its pages and keeps it

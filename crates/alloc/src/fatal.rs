@@ -64,6 +64,18 @@ pub(crate) fn fatal(what: &str) -> ! {
     Message::new().text(what).text("; aborting").abort()
 }
 
+/// Stops the process: a free list links to `p`, which is no free block of the list's
+/// size class.
+#[cold]
+#[inline(never)]
+pub(crate) fn corrupt_link(p: *mut u8) -> ! {
+    Message::new()
+        .text("a free list links to ")
+        .hex(p.addr())
+        .text(", which is no free block of its size class (the program wrote to a block after freeing it, or freed an address twice); aborting")
+        .abort()
+}
+
 /// A check of the allocator's own invariants in a debug build (`debug_assert!` without
 /// the panic): stops the process with the message if `cond` does not hold.
 macro_rules! debug_check {

@@ -129,21 +129,11 @@ pub(crate) unsafe fn next_checked(p: *mut u8, c: usize) -> *mut u8 {
         .decode(off)
         .is_none_or(|(_, class)| class != c || !is_block_offset(c, in_region))
     {
-        corrupt_link(p);
+        crate::fatal::corrupt_link(p);
     }
     // SAFETY: a block of class `c` in the arena, committed (every block of a region
     // lies in its committed part), free and ours: its first word is its link.
     unsafe { next(p) }
-}
-
-#[cold]
-#[inline(never)]
-fn corrupt_link(p: *mut u8) -> ! {
-    crate::fatal::Message::new()
-        .text("a free list links to ")
-        .hex(p.addr())
-        .text(", which is no free block of its size class (the program wrote to a block after freeing it, or freed an address twice); aborting")
-        .abort()
 }
 
 /// The arena's shape.

@@ -151,6 +151,41 @@ impl Lock {
     }
 }
 
+/// A value behind a [`Lock`], for the allocator's locked parts (the big blocks' record
+/// and cache, the chunks outside the arena), each a `static`.
+pub(crate) struct Locked<T> {
+    lock: Lock,
+    value: core::cell::UnsafeCell<T>,
+}
+
+// SAFETY: `value` is only reached through `with`, which holds the lock (or passes
+// through it on the thread that holds it for a fork, which then has it to itself).
+unsafe impl<T: Send> Sync for Locked<T> {}
+
+impl<T> Locked<T> {
+    pub(crate) const fn new(value: T) -> Locked<T> {
+        Locked {
+            lock: Lock::new(),
+            value: core::cell::UnsafeCell::new(value),
+        }
+    }
+
+    /// Runs `f` on the value with the lock held. The allocator's fork handlers are
+    /// registered first (before any thread can hold the lock across a fork).
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        crate::FORK.register();
+        let _held = self.lock.lock();
+        // SAFETY: the lock is held; `f` gets the only reference (no `with` nests: no
+        // code path holds two of the allocator's locks).
+        f(unsafe { &mut *self.value.get() })
+    }
+
+    /// The lock, for the fork handlers.
+    pub(crate) fn lock(&self) -> &Lock {
+        &self.lock
+    }
+}
+
 impl Drop for Guard<'_> {
     #[inline]
     fn drop(&mut self) {

@@ -25,10 +25,9 @@
 //! system (their chunk stays mapped and they are reused), as the arena's small blocks.
 
 use crate::class::{class_align, class_size, NUM_CLASSES, REGION_HEAD};
-use crate::lock::Lock;
+use crate::lock::{Lock, Locked};
 use crate::os;
 use crate::remote::{next, set_next, Link};
-use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -71,35 +70,25 @@ struct State {
     area_end: *mut u8,
 }
 
-struct Spill {
-    lock: Lock,
-    state: UnsafeCell<State>,
-}
+// SAFETY: the raw pointers are blocks and chunks of this module's own, reached only
+// under the lock of `SPILL`.
+unsafe impl Send for State {}
 
-// SAFETY: `state` is only touched with `lock` held.
-unsafe impl Sync for Spill {}
-
-static SPILL: Spill = Spill {
-    lock: Lock::new(),
-    state: UnsafeCell::new(State {
-        free: [ptr::null_mut(); NUM_CLASSES],
-        bump: [ptr::null_mut(); NUM_CLASSES],
-        end: [ptr::null_mut(); NUM_CLASSES],
-        area_next: ptr::null_mut(),
-        area_end: ptr::null_mut(),
-    }),
-};
+static SPILL: Locked<State> = Locked::new(State {
+    free: [ptr::null_mut(); NUM_CLASSES],
+    bump: [ptr::null_mut(); NUM_CLASSES],
+    end: [ptr::null_mut(); NUM_CLASSES],
+    area_next: ptr::null_mut(),
+    area_end: ptr::null_mut(),
+});
 
 /// This part's lock, for the fork handlers (see `crate::fork`).
 pub(crate) fn fork_locks(f: &mut impl FnMut(&'static Lock)) {
-    f(&SPILL.lock);
+    f(SPILL.lock());
 }
 
 fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    crate::FORK.register();
-    let _held = SPILL.lock.lock();
-    // SAFETY: the lock is held.
-    f(unsafe { &mut *SPILL.state.get() })
+    SPILL.with(f)
 }
 
 /// The table slot a chunk's search starts at.
@@ -157,7 +146,7 @@ pub(crate) fn alloc(c: usize) -> *mut u8 {
             // there): its first word is its link, which only this lock's holder reads.
             let after = unsafe { next(p) };
             if !after.is_null() && find(after) != Some(c) {
-                corrupt(after);
+                crate::fatal::corrupt_link(after);
             }
             s.free[c] = after;
             return p;
@@ -237,16 +226,6 @@ pub(crate) unsafe fn free(p: *mut u8, c: usize) {
     // Relaxed: figures for statistics.
     LIVE.fetch_sub(1, Ordering::Relaxed);
     LIVE_BYTES.fetch_sub(class_size(c) as u64, Ordering::Relaxed);
-}
-
-#[cold]
-#[inline(never)]
-fn corrupt(p: *mut u8) -> ! {
-    crate::fatal::Message::new()
-        .text("a free list links to ")
-        .hex(p.addr())
-        .text(", which is no free block of its size class (the program wrote to a block after freeing it); aborting")
-        .abort()
 }
 
 #[cfg(test)]

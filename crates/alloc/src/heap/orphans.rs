@@ -256,17 +256,29 @@ impl Heap {
                 }
                 // Relaxed: a figure for statistics.
                 TAKEN_RETURNED.fetch_add(1, Ordering::Relaxed);
-                // SAFETY: the caller owns this heap; the chain holds free blocks of
-                // class `c` (checked as they are followed), which nobody else can
-                // reach now (the acquire in `take_all` made the links visible).
-                unsafe {
-                    *self.bins[c].inbox.get() = next_checked(chain, c);
-                }
-                add(&self.bins[c].reclaimed, 1);
-                return chain;
+                // SAFETY: the caller owns this heap and its inbox is empty; the chain
+                // holds free blocks of class `c`, which nobody else can reach now (the
+                // acquire in `take_all` made the links visible).
+                return unsafe { self.adopt(c, chain) };
             }
         }
         ptr::null_mut()
+    }
+
+    /// Hands out the first block of `chain` (free blocks of class `c`, of any heap) and
+    /// keeps the rest in this heap's inbox, handed out one per allocation.
+    ///
+    /// # Safety
+    /// The caller owns this heap and its inbox of class `c` is empty; nobody else can
+    /// reach the chain, whose links are visible to this thread.
+    unsafe fn adopt(&self, c: usize, chain: *mut u8) -> *mut u8 {
+        // SAFETY: the caller's contract; `next_checked` checks each block before its
+        // link is read.
+        unsafe {
+            *self.bins[c].inbox.get() = next_checked(chain, c);
+        }
+        add(&self.bins[c].reclaimed, 1);
+        chain
     }
 
     /// When this heap has no free block of class `c` left: takes up to a batch of the
@@ -300,13 +312,9 @@ impl Heap {
                 }
                 // Relaxed: a figure for statistics.
                 BORROWS.fetch_add(1, Ordering::Relaxed);
-                // SAFETY: the caller owns this heap; the chain holds free blocks of
-                // class `c`, linked, that nobody else can reach now.
-                unsafe {
-                    *self.bins[c].inbox.get() = next_checked(chain, c);
-                }
-                add(&self.bins[c].reclaimed, 1);
-                return chain;
+                // SAFETY: the caller owns this heap and its inbox is empty; the chain
+                // holds free blocks of class `c`, linked, that nobody else can reach now.
+                return unsafe { self.adopt(c, chain) };
             }
         }
         ptr::null_mut()
