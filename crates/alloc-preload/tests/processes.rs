@@ -98,6 +98,19 @@ fn under_an_address_space_limit_memory_and_failure_point_are_within_2x_of_glibc(
 }
 
 #[test]
+fn threads_left_idle_do_not_keep_the_blocks_freed_back_to_them_resident() {
+    // A new thread a wave allocates 2 000 blocks of 1 000 bytes and stays idle; the main
+    // thread frees them during the next wave. Until 2026-11-29 they waited on the idle
+    // threads' heaps and every new thread cut new blocks: +82 MB resident from wave 10
+    // to 50 (glibc +3.6 MB here).
+    let (glibc, handoff) = both("idle-pool");
+    assert!(
+        handoff <= (2 * glibc).max(16 << 10),
+        "resident memory grew {handoff} KiB from wave 10 to 50 (glibc {glibc} KiB)"
+    );
+}
+
+#[test]
 fn aligned_and_shrunk_big_blocks_do_not_stay_resident() {
     // Until 2026-11-29: +29 MB after malloc_trim(0) (the C library: +120 KiB here).
     let out = run(process(), &["aligned-cache"], &[], true, DEADLINE);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -388,6 +389,58 @@ static int waves(const char *shape_arg, const char *together) {
     return 0;
 }
 
+/* ---- a pool of threads left idle, whose blocks another thread freed ------------------ */
+
+enum { IDLE_WAVES = 50, IDLE_BLOCKS = 2000, IDLE_SIZE = 1000 };
+static unsigned char *idle_blocks[IDLE_WAVES][IDLE_BLOCKS];
+static sem_t idle_made;
+static volatile int idle_stop;
+
+static void *idle_worker(void *arg) {
+    long w = (long)arg;
+    for (int i = 0; i < IDLE_BLOCKS; i++) {
+        idle_blocks[w][i] = malloc(IDLE_SIZE);
+        if (!idle_blocks[w][i]) return (void *)1;
+        memset(idle_blocks[w][i], (int)(w + i), IDLE_SIZE);
+    }
+    sem_post(&idle_made);
+    /* Then idle, alive, until the end (a session's thread waiting for its client). */
+    while (!idle_stop) usleep(1000);
+    return NULL;
+}
+
+/* 50 waves: a new thread allocates 2 000 blocks of 1 000 bytes, hands them over and then
+ * stays idle; the main thread frees them during the next wave. Each thread's blocks go
+ * back to its heap, whose thread is alive and never allocates again. Prints the growth of
+ * resident memory from wave 10 to wave 50, in KiB. */
+static int idle_pool(void) {
+    deadline(120);
+    static pthread_t th[IDLE_WAVES];
+    sem_init(&idle_made, 0, 0);
+    long rss10 = 0;
+    for (long w = 0; w < IDLE_WAVES; w++) {
+        if (pthread_create(&th[w], NULL, idle_worker, (void *)w) != 0) return fail("pthread_create");
+        if (w > 0) {
+            for (int i = 0; i < IDLE_BLOCKS; i++) {
+                if (idle_blocks[w - 1][i][IDLE_SIZE - 1] != (unsigned char)(w - 1 + i))
+                    return fail("a block was overwritten");
+                free(idle_blocks[w - 1][i]);
+            }
+        }
+        sem_wait(&idle_made);
+        if (w == 9) rss10 = rss_kib();
+    }
+    long grew = rss_kib() - rss10;
+    idle_stop = 1;
+    for (long w = 0; w < IDLE_WAVES; w++) {
+        void *r;
+        pthread_join(th[w], &r);
+        if (r) return fail("malloc failed");
+    }
+    printf("idle-pool: %ld KiB resident (growth from wave 10 to %d)\n", grew, IDLE_WAVES);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *c = argc > 1 ? argv[1] : "";
     if (strcmp(c, "dlopen-thread") == 0 && argc > 2) return dlopen_thread(argv[2]);
@@ -400,6 +453,7 @@ int main(int argc, char **argv) {
     if (strcmp(c, "aligned-cache") == 0) return aligned_cache();
     if (strcmp(c, "corrupt-link") == 0) return corrupt_link();
     if (strcmp(c, "waves") == 0) return waves(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL);
+    if (strcmp(c, "idle-pool") == 0) return idle_pool();
     fprintf(stderr, "usage: process CASE [ARG]\n");
     return 2;
 }
