@@ -215,10 +215,6 @@ pub(crate) fn fork_locks(f: &mut impl FnMut(&'static Lock)) {
     f(BIG.lock());
 }
 
-fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    BIG.with(f)
-}
-
 /// Unmaps a whole mapping, or, if the system refuses, releases its pages and keeps it
 /// on the list of mappings to reuse (still counted as mapped).
 ///
@@ -234,7 +230,7 @@ unsafe fn unmap_or_keep(start: *mut u8, len: usize) {
     UNMAP_FAILURES.fetch_add(1, Ordering::Relaxed);
     // SAFETY: the mapping is ours and unused; releasing its pages keeps it mapped.
     unsafe { os::release(start, len) };
-    with_state(|s| {
+    BIG.with(|s| {
         // SAFETY: the mapping's first two words are ours to write (a mapping is at least
         // a page).
         unsafe {
@@ -285,7 +281,7 @@ pub(crate) fn alloc(size: usize, align: usize) -> (*mut u8, bool) {
     else {
         return (ptr::null_mut(), false);
     };
-    let reused = with_state(|s| {
+    let reused = BIG.with(|s| {
         if len <= LARGE_MAX {
             // A cached mapping no more than a quarter longer than needed.
             if let Some(i) = s
@@ -314,7 +310,7 @@ pub(crate) fn alloc(size: usize, align: usize) -> (*mut u8, bool) {
     };
     // A mapping starts on a page: the block at the first multiple of its alignment.
     let p = start.wrapping_add(start.addr().wrapping_neg() & (align.max(PAGE) - 1));
-    let recorded = with_state(|s| {
+    let recorded = BIG.with(|s| {
         s.record.insert(Entry {
             block: p.addr(),
             start,
@@ -338,7 +334,7 @@ pub(crate) fn alloc(size: usize, align: usize) -> (*mut u8, bool) {
 /// mapping of its own. The biggest class (256 KiB, three to a chunk of 1 MiB) takes a
 /// slot of the large range's smallest class first. Null when the system refuses.
 pub(crate) fn alloc_small_elsewhere(c: usize, size: usize, align: usize) -> *mut u8 {
-    if crate::class::class_size(c) >= (1 << 20) / 4 {
+    if crate::class::class_size(c) >= crate::spill::CHUNK / 4 {
         if let Some((p, _)) = crate::large::alloc(size, align) {
             return p;
         }
@@ -352,33 +348,20 @@ pub(crate) fn alloc_small_elsewhere(c: usize, size: usize, align: usize) -> *mut
     alloc(size, align).0
 }
 
-/// What lies at an address outside the arena.
-pub(crate) enum Outside {
-    /// A slot of the large range.
-    Large,
-    /// A small block outside the arena.
-    Spill,
-    /// A mapping of its own, recorded.
-    Mapping,
-}
-
-/// What `p`, an address outside the arena, is: exactly, for any address, reading
-/// nothing at it. `None` when it is no block of this allocator (or, in the large range,
-/// not a slot's start).
-pub(crate) fn find(p: *mut u8) -> Option<Outside> {
+/// Whether `p`, an address outside the arena, is a block of this allocator: a large
+/// slot's start, a block in a recorded chunk, or a recorded mapping. Reads nothing at
+/// the address.
+pub(crate) fn is_block(p: *mut u8) -> bool {
     if crate::large::holds(p) {
-        return crate::large::is_slot(p).then_some(Outside::Large);
+        return crate::large::is_slot(p);
     }
-    if crate::spill::find(p).is_some() {
-        return Some(Outside::Spill);
-    }
-    with_state(|s| s.record.find(p.addr()).is_some()).then_some(Outside::Mapping)
+    crate::spill::find(p).is_some() || BIG.with(|s| s.record.find(p.addr()).is_some())
 }
 
 /// The record of the big block at `p`; a live block that is not recorded is a bug of
 /// the caller (a Rust caller's contract), which stops the process.
 fn entry(p: *mut u8, what: &str) -> Entry {
-    match with_state(|s| s.record.get(p.addr())) {
+    match BIG.with(|s| s.record.get(p.addr())) {
         Some(e) => e,
         None => not_a_block(p, what),
     }
@@ -441,7 +424,7 @@ pub(crate) unsafe fn remap(p: *mut u8, align: usize, new_size: usize) -> *mut u8
         return ptr::null_mut();
     }
     let q = new_start.wrapping_add(lead);
-    with_state(|s| {
+    BIG.with(|s| {
         s.record.remove(p.addr());
         // One entry out, one in: the table does not grow.
         let recorded = s.record.insert(Entry {
@@ -495,7 +478,7 @@ pub(crate) unsafe fn shrink(p: *mut u8, new_size: usize) {
         UNMAP_FAILURES.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    with_state(|s| {
+    BIG.with(|s| {
         if let Some(i) = s.record.find(p.addr()) {
             // SAFETY: a slot of the record's table.
             unsafe { (*s.record.slot(i)).len = new_len };
@@ -524,7 +507,7 @@ pub(crate) unsafe fn free(p: *mut u8) {
         unsafe { crate::spill::free(p, c) };
         return;
     }
-    let cached = with_state(|s| {
+    let cached = BIG.with(|s| {
         let e = s.record.remove(p.addr())?;
         if e.len <= LARGE_MAX {
             if let Some(slot) = s.cache.iter_mut().find(|(_, m)| m.is_null()) {
@@ -548,8 +531,7 @@ pub(crate) unsafe fn free(p: *mut u8) {
 /// Gives the cached mappings back to the system (`trim`, `malloc_trim`); returns their
 /// bytes.
 pub(crate) fn trim() -> usize {
-    let taken =
-        with_state(|s| core::mem::replace(&mut s.cache, [(0, ptr::null_mut()); CACHE_SLOTS]));
+    let taken = BIG.with(|s| core::mem::replace(&mut s.cache, [(0, ptr::null_mut()); CACHE_SLOTS]));
     let mut bytes = 0;
     for (len, start) in taken {
         if !start.is_null() {
@@ -564,7 +546,7 @@ pub(crate) fn trim() -> usize {
 /// Big blocks recorded now (for tests).
 #[cfg(test)]
 fn recorded() -> usize {
-    with_state(|s| s.record.len)
+    BIG.with(|s| s.record.len)
 }
 
 #[cfg(test)]
@@ -591,22 +573,19 @@ mod tests {
             .collect();
         assert_eq!(recorded(), before + blocks.len());
         for &(p, _) in &blocks {
-            assert!(matches!(find(p), Some(Outside::Mapping)));
-            assert!(
-                find(p.wrapping_add(PAGE)).is_none(),
-                "an address inside a block"
-            );
+            assert!(is_block(p));
+            assert!(!is_block(p.wrapping_add(PAGE)), "an address inside a block");
         }
         let local = 0u64;
-        assert!(find((&raw const local).cast_mut().cast()).is_none());
+        assert!(!is_block((&raw const local).cast_mut().cast()));
         // Free every other one, then the rest: each removal keeps the others findable.
         for &(p, _) in blocks.iter().step_by(2) {
             // SAFETY: live blocks, freed once.
             unsafe { free(p) };
-            assert!(find(p).is_none());
+            assert!(!is_block(p));
         }
         for &(p, _) in blocks.iter().skip(1).step_by(2) {
-            assert!(matches!(find(p), Some(Outside::Mapping)));
+            assert!(is_block(p));
             // SAFETY: as above.
             unsafe { free(p) };
         }

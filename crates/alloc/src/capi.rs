@@ -10,7 +10,7 @@
 //! - **No size at `free`.** The class of a block in the arena is read from its address
 //!   as always; a block the arena did not serve is a slot of the large range, a small
 //!   block in a chunk outside the arena, or a mapping of its own, each recorded where
-//!   it was made (`big::find`). An over-aligned small block (`memalign(4096, 100)`) is
+//!   it was made (`big::is_block`). An over-aligned small block (`memalign(4096, 100)`) is
 //!   handed out inside a bigger block of a power-of-two class; `free` rounds such an
 //!   address down to its block from the class alone (the classes that are not powers
 //!   of two never serve an over-aligned request, so their blocks are never entered
@@ -247,7 +247,7 @@ fn find(p: *mut u8, what: &str) -> Block {
                 start: block_of(p, class),
             }
         }
-        None if big::find(p).is_some() => Block::Big,
+        None if big::is_block(p) => Block::Big,
         None => foreign(p, what),
     }
 }
@@ -480,7 +480,7 @@ pub fn init() {
 /// not.
 pub fn owns(p: *const u8) -> bool {
     let p = p.cast_mut();
-    !p.is_null() && (heap::decode(p).is_some() || big::find(p).is_some())
+    !p.is_null() && (heap::decode(p).is_some() || big::is_block(p))
 }
 
 #[cfg(all(test, not(miri)))]

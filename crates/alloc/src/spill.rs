@@ -87,10 +87,6 @@ pub(crate) fn fork_locks(f: &mut impl FnMut(&'static Lock)) {
     f(SPILL.lock());
 }
 
-fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    SPILL.with(f)
-}
-
 /// The table slot a chunk's search starts at.
 fn home(chunk: usize) -> usize {
     ((chunk / CHUNK).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (usize::BITS - TABLE.trailing_zeros()))
@@ -139,7 +135,7 @@ pub(crate) fn alloc(c: usize) -> *mut u8 {
         return ptr::null_mut();
     }
     let size = class_size(c);
-    let p = with_state(|s| {
+    let p = SPILL.with(|s| {
         let p = s.free[c];
         if !p.is_null() {
             // SAFETY: a free block of class `c` on the list (checked when it was put
@@ -211,7 +207,7 @@ fn new_chunk(s: &mut State, c: usize) -> Option<*mut u8> {
 /// # Safety
 /// `p` is a block here that nobody uses again.
 pub(crate) unsafe fn free(p: *mut u8, c: usize) {
-    with_state(|s| {
+    SPILL.with(|s| {
         if s.free[c] == p {
             crate::fatal::Message::new()
                 .text("free(")
