@@ -556,7 +556,8 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "maps memory")]
     fn the_record_finds_every_live_block_and_nothing_else() {
-        let before = recorded();
+        // Other tests of this binary make and free big blocks at the same time, so the
+        // record's length is not compared; each block is looked up instead.
         // More than the first table holds, so it grows twice; sizes past the large
         // range, and alignments beyond a page.
         let blocks: Vec<(*mut u8, usize)> = (0..600)
@@ -571,7 +572,7 @@ mod tests {
                 (p, size)
             })
             .collect();
-        assert_eq!(recorded(), before + blocks.len());
+        assert!(recorded() >= blocks.len());
         for &(p, _) in &blocks {
             assert!(is_block(p));
             assert!(!is_block(p.wrapping_add(PAGE)), "an address inside a block");
@@ -588,8 +589,8 @@ mod tests {
             assert!(is_block(p));
             // SAFETY: as above.
             unsafe { free(p) };
+            assert!(!is_block(p));
         }
-        assert_eq!(recorded(), before);
     }
 
     #[test]
