@@ -59,14 +59,12 @@ const fn blocks_within(bytes: usize, most: u32) -> [u32; NUM_CLASSES] {
     }
     t
 }
-/// Memory committed at a time in one region.
+/// What a region commits first: a heap that uses a class for a few blocks commits
+/// little of it (a program whose threads come and go touches many heaps and classes).
+const FIRST_COMMIT: usize = 64 << 10;
+/// Each later commit is as big as the region's committed part, up to this step (and
+/// always enough for the next block).
 const COMMIT: usize = 1 << 20;
-// `carve` commits one step when the next block does not fit: every class's first block
-// must lie inside the region's first step.
-const _: () = assert!(
-    first_block(NUM_CLASSES - 1) + MAX_SMALL <= COMMIT,
-    "a class's first block lies past the region's first commit"
-);
 /// Once a region has this much committed, what it commits next is backed with memory
 /// at once (`os::populate`): a growing heap takes its page faults in bulk, off the
 /// allocation path, and a small region still costs only the pages it touches.
@@ -795,9 +793,11 @@ impl Heap {
         // SAFETY: the owner alone touches the bump pointers.
         let (bump, end) = unsafe { (&mut *bin.bump.get(), &mut *bin.end.get()) };
         let start = self.region_start(c);
+        // The region's pages below its first block's are never used, nor committed.
+        let base = start.wrapping_add(first_block(c) & !(os::PAGE - 1));
         if bump.is_null() {
             *bump = start.wrapping_add(first_block(c));
-            *end = start;
+            *end = base;
         }
         let mut got = 0;
         while got < want {
@@ -805,22 +805,25 @@ impl Heap {
                 if got > 0 {
                     break;
                 }
-                let committed = end.addr() - start.addr();
-                if committed + COMMIT > geometry().region_size() {
+                let committed = end.addr() - base.addr();
+                let need = (bump.addr() + size - end.addr()).next_multiple_of(os::PAGE);
+                let room = start.addr() + geometry().region_size() - end.addr();
+                let step = committed.clamp(FIRST_COMMIT, COMMIT).max(need).min(room);
+                if step < need {
                     break;
                 }
                 // New memory is about to be committed: first send the remote frees
                 // this thread holds for others, so they can reuse them.
                 // SAFETY: the caller owns the heap.
                 unsafe { self.flush_outboxes() };
-                if !os::commit(*end, COMMIT) {
+                if !os::commit(*end, step) {
                     break;
                 }
                 if committed >= POPULATE_AFTER && size <= POPULATE_MAX_BLOCK {
-                    os::populate(*end, COMMIT);
+                    os::populate(*end, step);
                 }
-                *end = end.wrapping_add(COMMIT);
-                add(&self.committed, COMMIT as u64);
+                *end = end.wrapping_add(step);
+                add(&self.committed, step as u64);
             }
             // SAFETY: a never-used block inside committed memory; the magazine was
             // empty and takes at most `REFILL_BATCH[c] <= MAG / 2` here.
@@ -1326,6 +1329,17 @@ mod tests {
                     "class {c}: page {c} of its region"
                 );
                 assert_eq!(p.addr() % class_align(c), 0, "class {c}: its alignment");
+                // The first commit starts at the first block's page: 64 KiB, or what
+                // the block needs.
+                let base = h.region_start(c).addr() + c * CLASS_STAGGER;
+                // SAFETY: this thread owns `h`.
+                let end = unsafe { *h.bins[c].end.get() }.addr();
+                let need = (first_block(c) % os::PAGE + class_size(c)).next_multiple_of(os::PAGE);
+                assert_eq!(
+                    end - base,
+                    need.max(FIRST_COMMIT),
+                    "class {c}: first commit"
+                );
                 // SAFETY: this thread owns `h`; `p` is its block of class `c`, unused.
                 unsafe { h.free(c, p) };
                 checked += 1;

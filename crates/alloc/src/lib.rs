@@ -31,8 +31,9 @@
 //! - **Half-exponent size classes**: 8, 16, 24, 32, 48, 64, 96, ... 262144 (256 KiB),
 //!   the class computed without a branch from the size's top two bits ([`class`]).
 //! - **The class and the owner are in the pointer.** The allocator reserves one 16 TiB
-//!   range of address space (committed 1 MiB at a time as it is used; once a region has
-//!   4 MiB, each new MiB is backed at once, its page faults taken in one call rather
+//!   range of address space (committed as it is used, 64 KiB first and then in steps
+//!   of up to 1 MiB; once a region has 4 MiB, each new MiB is backed at once, its page
+//!   faults taken in one call rather
 //!   than on the allocation path). Every heap owns a
 //!   4 GiB region per class inside it, so the bits of a block's offset from the arena
 //!   base name its heap and its class. A free reads them from the address and loads no
