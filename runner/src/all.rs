@@ -18,11 +18,25 @@ use std::time::Instant;
 pub fn commands() -> [Command; 3] {
     let names: Vec<String> = REGISTRY
         .iter()
-        .map(|e| format!("{} {}", e.name(), e.all(Scale::Default).flags.join(" ")))
+        .map(|e| {
+            let flags = e.all(Scale::Default).flags.join(" ");
+            format!("{} {flags}", e.name()).trim_end().to_string()
+        })
         .collect();
+    // Each scale in the words of `Scale::about`, and the experiments' estimates summed.
+    let time = |s: Scale| {
+        let seconds = REGISTRY.iter().map(|e| e.all(s).seconds).sum();
+        format!("{} on 2 cores", crate::lab::experiment::about_time(seconds))
+    };
+    let about = |s: Scale| {
+        let about = s.about();
+        format!("{}{}", about[..1].to_uppercase(), &about[1..])
+    };
     let all = Command::new("all")
         .about(format!(
-            "Every experiment, one after the other, into <out>/<machine>/ with REPORT.md (about ten minutes on 2 cores; --smoke under one, --quick about two, --full the documents' sizes): {}",
+            "Every experiment, one after the other, into <out>/<machine>/ with REPORT.md, at {} ({}) or at the scale of --smoke, --quick or --full, which every experiment takes too (runner <experiment> --quick runs it as runner all --quick does; its --help lists the flags): {}",
+            Scale::Default.about(),
+            time(Scale::Default),
             names.join("; ")
         ))
         .arg(
@@ -37,20 +51,20 @@ pub fn commands() -> [Command; 3] {
                 .long("smoke")
                 .action(ArgAction::SetTrue)
                 .conflicts_with_all(["quick", "full"])
-                .help("The smallest runs that take every path once (under a minute here; a few minutes on an emulated machine): checks that everything runs, its figures mean little"),
+                .help(format!("{} ({}; a few minutes on an emulated machine): checks that everything runs, its figures mean little", about(Scale::Smoke), time(Scale::Smoke))),
         )
         .arg(
             Arg::new("quick")
                 .long("quick")
                 .action(ArgAction::SetTrue)
                 .conflicts_with("full")
-                .help("Smaller runs: about two minutes in all, for a first look"),
+                .help(format!("{} ({})", about(Scale::Quick), time(Scale::Quick))),
         )
         .arg(
             Arg::new("full")
                 .long("full")
                 .action(ArgAction::SetTrue)
-                .help("The documents' own sizes (the allocator test's 1.3 GB working set)"),
+                .help(format!("{} ({}; the allocator test's 1.3 GB working set)", about(Scale::Full), time(Scale::Full))),
         )
         .arg(
             Arg::new("clock")
@@ -144,26 +158,141 @@ pub fn prepare(sub: &ArgMatches, topo: &Topology) -> Result<AllPlan> {
 
 /// Runs every experiment, each as a runner process of its own, into the staging folder,
 /// one progress line before each (the time spent and about how long is left), writes
-/// `REPORT.md`, and moves the folder into place. On failure or Ctrl-C the staging folder is removed: no partial results.
+/// `REPORT.md`, and moves the folder into place.
+///
+/// Nothing measured is deleted: an experiment that fails (an error, a panic, a child
+/// killed) is named in `incomplete.json` and in the report, and the others still run;
+/// after Ctrl-C the experiments that finished are kept the same way. The folder then
+/// holds what finished, an earlier run's folder is kept beside it as
+/// `<machine>.previous`, and the result is an error (exit status 1, or 130 after
+/// Ctrl-C). Only when no experiment finished is the staging folder removed.
 pub fn run(plan: AllPlan) -> Result<()> {
     // Ctrl-C reaches every child too; this process waits for them and cleans up.
     stop::install();
-    let result = run_into(&plan);
-    if result.is_err() {
+    let start = Instant::now();
+    let outcome = run_into(&plan, start);
+    if outcome.finished == 0 {
         let _ = std::fs::remove_dir_all(&plan.staging);
+        return Err(outcome.error());
     }
-    result
+    let incomplete = outcome.incomplete();
+    let place = incomplete
+        .as_ref()
+        .map_or(Ok(()), |inc| {
+            write_atomic(
+                &plan.staging.join(report::INCOMPLETE),
+                &serde_json::to_vec_pretty(inc).unwrap_or_default(),
+            )
+            .map_err(|e| Error::Output(format!("writing {}: {e}", report::INCOMPLETE)))
+        })
+        .and_then(|()| record_final_folder(&plan.staging, &plan.folder))
+        .and_then(|()| report::load(&plan.staging))
+        .and_then(|results| {
+            let text = report::render(&results, incomplete.as_ref());
+            write_atomic(&plan.staging.join(report::REPORT), text.as_bytes())
+                .map_err(|e| Error::Output(format!("writing {}: {e}", report::REPORT)))
+        })
+        .and_then(|()| replace_folder(&plan.staging, &plan.folder, incomplete.is_some()));
+    if let Err(e) = place {
+        // The results stay where they are, named in the message.
+        return Err(Error::Output(format!(
+            "{e}; the results of the experiments that finished are in {}",
+            plan.staging.display()
+        )));
+    }
+    let n = plan.runs.len();
+    if incomplete.is_none() {
+        println!(
+            "\nall {n} experiments in {}: {}",
+            clock(start.elapsed().as_secs_f64()),
+            plan.folder.join(report::REPORT).display()
+        );
+        return Ok(());
+    }
+    let kept = if plan
+        .folder
+        .with_file_name(previous_name(&plan.folder))
+        .exists()
+    {
+        format!(
+            " (the earlier run's folder is kept as {})",
+            plan.folder
+                .with_file_name(previous_name(&plan.folder))
+                .display()
+        )
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "\n{} of {n} experiments finished; their results and the report naming the others are in {}{kept}",
+        outcome.finished,
+        plan.folder.display()
+    );
+    Err(outcome.error())
 }
 
-fn run_into(plan: &AllPlan) -> Result<()> {
-    let start = Instant::now();
+/// What became of the experiments of one `runner all`.
+struct Outcome {
+    /// How many finished and wrote their files.
+    finished: usize,
+    /// Each experiment that failed, and why.
+    failed: Vec<(String, Error)>,
+    /// The experiments that did not start because Ctrl-C stopped the run.
+    not_run: Vec<String>,
+}
+
+impl Outcome {
+    /// What `incomplete.json` holds, if anything did not finish.
+    fn incomplete(&self) -> Option<serde_json::Value> {
+        if self.failed.is_empty() && self.not_run.is_empty() {
+            return None;
+        }
+        Some(serde_json::json!({
+            "failed": self
+                .failed
+                .iter()
+                .map(|(name, why)| serde_json::json!({"experiment": name, "why": why.to_string()}))
+                .collect::<Vec<_>>(),
+            "not_run": self.not_run,
+        }))
+    }
+
+    /// The run's error: Ctrl-C's if it stopped the run, else the failures named.
+    fn error(&self) -> Error {
+        if self
+            .failed
+            .iter()
+            .any(|(_, e)| matches!(e, Error::Interrupted))
+            || stop::requested()
+        {
+            return Error::Interrupted;
+        }
+        let names: Vec<String> = self
+            .failed
+            .iter()
+            .map(|(name, why)| format!("runner {name}: {why}"))
+            .collect();
+        Error::Run(names.join("; "))
+    }
+}
+
+fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
     let estimates: Vec<f64> = plan
         .runs
         .iter()
         .map(|(e, _)| f64::from(e.all(plan.scale).seconds))
         .collect();
     let n = plan.runs.len();
+    let mut outcome = Outcome {
+        finished: 0,
+        failed: Vec::new(),
+        not_run: Vec::new(),
+    };
     for (i, (e, argv)) in plan.runs.iter().enumerate() {
+        if stop::requested() {
+            outcome.not_run.push(e.name().to_string());
+            continue;
+        }
         let spent = start.elapsed().as_secs_f64();
         let done: f64 = estimates[..i].iter().sum();
         // The estimates scaled by how this machine has fared against them so far.
@@ -177,35 +306,37 @@ fn run_into(plan: &AllPlan) -> Result<()> {
             clock(spent),
             clock(left)
         );
-        run_child(e.name(), argv)?;
-        stop::check()?;
+        match run_child(e.name(), argv, &plan.staging) {
+            Ok(()) => outcome.finished += 1,
+            Err(err) => {
+                // What it wrote before it failed is not a finished result.
+                remove_files_of(&plan.staging, e.name());
+                eprintln!("runner {}: {err}; the next experiment goes on", e.name());
+                outcome.failed.push((e.name().to_string(), err));
+            }
+        }
     }
-    stop::check()?;
-    record_final_folder(&plan.staging, &plan.folder)?;
-    let results = report::load(&plan.staging)?;
-    let text = report::render(&results);
-    write_atomic(&plan.staging.join(report::REPORT), text.as_bytes())
-        .map_err(|e| Error::Output(format!("writing {}: {e}", report::REPORT)))?;
-    stop::check()?;
-    replace_folder(&plan.staging, &plan.folder)?;
-    println!(
-        "\nall {n} experiments in {}: {}",
-        clock(start.elapsed().as_secs_f64()),
-        plan.folder.join(report::REPORT).display()
-    );
-    Ok(())
+    outcome
 }
+
+/// The environment variable naming the file where an experiment that `runner all`
+/// started writes why it failed (its error, or its panic's message).
+pub const FAILURE_FILE_ENV: &str = "HANDOFF_ALL_FAILURE_FILE";
 
 /// Runs one experiment as a runner process of its own, so that each starts from a fresh
 /// heap (an experiment that measures resident memory would otherwise see the memory the
 /// ones before it freed) and a fresh allocator state. It writes its files into the
-/// staging folder itself; Ctrl-C reaches it too and it writes nothing.
-fn run_child(name: &str, argv: &[String]) -> Result<()> {
+/// staging folder itself; Ctrl-C reaches it too and it writes nothing. A failure
+/// carries the reason the child wrote to its failure file, else its exit status.
+fn run_child(name: &str, argv: &[String], staging: &Path) -> Result<()> {
     let exe = std::env::current_exe()
-        .map_err(|e| Error::Run(format!("runner {name}: cannot find this program: {e}")))?;
-    let failed = |e: std::io::Error| Error::Run(format!("runner {name}: {e}"));
+        .map_err(|e| Error::Run(format!("cannot find this program: {e}")))?;
+    let failed = |e: std::io::Error| Error::Run(e.to_string());
+    let why_file = staging.join(format!(".{name}.failure"));
+    let _ = std::fs::remove_file(&why_file);
     let mut child = std::process::Command::new(exe)
         .args(argv)
+        .env(FAILURE_FILE_ENV, &why_file)
         .spawn()
         .map_err(failed)?;
     // A Ctrl-C at a terminal reaches the child as well; a SIGINT sent to this process
@@ -227,25 +358,106 @@ fn run_child(name: &str, argv: &[String]) -> Result<()> {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
+    let why = std::fs::read_to_string(&why_file).ok();
+    let _ = std::fs::remove_file(&why_file);
     match status.code() {
         Some(0) => Ok(()),
         Some(130) => Err(Error::Interrupted),
         _ if stop::requested() => Err(Error::Interrupted),
-        code => Err(Error::Run(format!(
-            "runner {name} failed ({}); nothing of this run was kept",
-            code.map_or_else(
-                || "killed by a signal".to_string(),
-                |c| format!("exit status {c}")
-            )
-        ))),
+        code => {
+            let how = code.map_or_else(
+                || {
+                    use std::os::unix::process::ExitStatusExt;
+                    format!("killed by signal {}", status.signal().unwrap_or(0))
+                },
+                |c| format!("exit status {c}"),
+            );
+            Err(Error::Run(match why {
+                Some(w) if !w.trim().is_empty() => format!("{} ({how})", w.trim()),
+                _ => how,
+            }))
+        }
     }
 }
 
-/// Moves `from` to `to`, replacing a folder an earlier run left there.
-fn replace_folder(from: &Path, to: &Path) -> Result<()> {
+/// In an experiment that `runner all` started: makes a panic's message reach the
+/// failure file too, so that the report says why the experiment failed.
+pub fn report_panics_to_failure_file() {
+    let Some(path) = std::env::var_os(FAILURE_FILE_ENV) else {
+        return;
+    };
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = std::fs::write(&path, format!("panicked: {info}"));
+        default(info);
+    }));
+}
+
+/// In an experiment that `runner all` started: writes why it failed to the failure
+/// file.
+pub fn note_failure(e: &Error) {
+    if let Some(path) = std::env::var_os(FAILURE_FILE_ENV) {
+        let _ = std::fs::write(path, e.to_string());
+    }
+}
+
+/// Names an experiment that fails on purpose once it has measured, before it writes
+/// anything: how the tests make one experiment of `runner all` fail late.
+pub const TEST_FAIL_ENV: &str = "HANDOFF_TEST_FAIL";
+
+/// The failure [`TEST_FAIL_ENV`] asks of experiment `name`, if any.
+pub fn failure_asked(name: &str) -> Result<()> {
+    match std::env::var(TEST_FAIL_ENV) {
+        Ok(n) if n == name => Err(Error::Run(format!(
+            "failed on purpose ({TEST_FAIL_ENV}={name})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Removes the files an experiment wrote into `dir` (`<name>.json`, `<name>.txt`,
+/// `<name>-*.svg`).
+fn remove_files_of(dir: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let file = file.to_string_lossy();
+        let ours = file == format!("{name}.json")
+            || file == format!("{name}.txt")
+            || (file.starts_with(&format!("{name}-")) && file.ends_with(".svg"));
+        if ours {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// `<machine>.previous`: where an earlier run's folder goes when a run that did not
+/// finish takes its place.
+fn previous_name(folder: &Path) -> String {
+    format!(
+        "{}.previous",
+        folder
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    )
+}
+
+/// Moves `from` to `to`, replacing a folder an earlier run left there; with `keep`, that
+/// folder is kept as `<to>.previous` (replacing an older one) instead of removed.
+fn replace_folder(from: &Path, to: &Path, keep: bool) -> Result<()> {
     let fail =
         |e: std::io::Error| Error::Output(format!("moving the results to {}: {e}", to.display()));
-    if to.exists() {
+    if to.exists() && keep {
+        let previous = to.with_file_name(previous_name(to));
+        if previous.exists() {
+            std::fs::remove_dir_all(&previous).map_err(fail)?;
+        }
+        std::fs::rename(to, &previous).map_err(fail)?;
+        std::fs::rename(from, to).map_err(fail)?;
+    } else if to.exists() {
         let old = to.with_file_name(format!(
             ".{}.replaced-{}",
             to.file_name()
@@ -273,10 +485,14 @@ pub fn report(sub: &ArgMatches) -> Result<()> {
         .get_one::<PathBuf>("dir")
         .ok_or_else(|| Error::Usage("name a folder".into()))?;
     let results = report::load(dir)?;
+    let incomplete = report::load_incomplete(dir)?;
     let charts = report::charts(&results)?;
     let path = dir.join(report::REPORT);
-    write_atomic(&path, report::render(&results).as_bytes())
-        .map_err(|e| Error::Output(format!("writing {}: {e}", path.display())))?;
+    write_atomic(
+        &path,
+        report::render(&results, incomplete.as_ref()).as_bytes(),
+    )
+    .map_err(|e| Error::Output(format!("writing {}: {e}", path.display())))?;
     println!("wrote {}", path.display());
     for (file, svg) in charts {
         let path = dir.join(file);
@@ -378,7 +594,7 @@ mod tests {
         std::fs::write(from.join("a"), "new").unwrap();
         std::fs::create_dir_all(&to).unwrap();
         std::fs::write(to.join("a"), "old").unwrap();
-        replace_folder(&from, &to).unwrap();
+        replace_folder(&from, &to, false).unwrap();
         assert_eq!(std::fs::read_to_string(to.join("a")).unwrap(), "new");
         assert!(!from.exists());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);

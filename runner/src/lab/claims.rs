@@ -415,7 +415,8 @@ pub fn table(claims: &[Claim]) -> String {
             c.claim
         );
         let _ = writeln!(s, "      document: {} ({})", c.document, c.place);
-        let _ = writeln!(s, "      here:     {}", c.ours);
+        let ours = if c.ours.is_empty() { "-" } else { &c.ours };
+        let _ = writeln!(s, "      here:     {ours}");
         let _ = writeln!(s, "      why:      {}", c.reason);
     }
     s

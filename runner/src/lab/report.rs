@@ -14,6 +14,30 @@ use std::path::{Path, PathBuf};
 /// The report's file name.
 pub const REPORT: &str = "REPORT.md";
 
+/// The file `runner all` writes beside the results when an experiment did not finish:
+/// `{"failed": [{"experiment", "why"}], "not_run": [names]}`. The report names them.
+pub const INCOMPLETE: &str = "incomplete.json";
+
+/// The experiments of a folder that did not finish (its [`INCOMPLETE`] file; `None`
+/// when every experiment finished).
+pub fn load_incomplete(dir: &Path) -> Result<Option<Value>> {
+    let path = dir.join(INCOMPLETE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::Usage(format!("{}: {e}", path.display()))),
+    };
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| Error::Usage(format!("{}: not JSON: {e}", path.display())))?;
+    if !v["failed"].is_array() {
+        return Err(Error::Usage(format!(
+            "{}: failed: missing or not an array",
+            path.display()
+        )));
+    }
+    Ok(Some(v))
+}
+
 /// Every results file of `dir` (`<experiment>.json`), checked against the schema, in
 /// the order of their documents' numbers. An error names the file and what is wrong.
 pub fn load(dir: &Path) -> Result<Vec<Value>> {
@@ -50,6 +74,65 @@ pub fn load(dir: &Path) -> Result<Vec<Value>> {
     Ok(out)
 }
 
+/// The section naming the experiments of an incomplete run.
+fn unfinished(s: &mut String, inc: &Value) {
+    let _ = writeln!(
+        s,
+        "## Incomplete run\n\nNot every experiment finished; this report holds those that did. `runner all` exited non-zero.\n"
+    );
+    for f in inc["failed"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        let _ = writeln!(
+            s,
+            "* `{}` failed: {}",
+            str_of(&f["experiment"]),
+            str_of(&f["why"]).replace('\n', " ")
+        );
+    }
+    for n in inc["not_run"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        let _ = writeln!(
+            s,
+            "* `{}` did not run: the run stopped before it",
+            str_of(n)
+        );
+    }
+    s.push('\n');
+}
+
+/// The section listing what this machine lacks: every contender or program the runs
+/// found unavailable, and every claim left unmeasured for a missing tool, each with
+/// the line that installs it (once per distinct text).
+fn lacking(s: &mut String, results: &[Value]) {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut note = |experiment: &str, why: &str| {
+        let item = (experiment.to_string(), why.to_string());
+        if why.contains("install") && !seen.contains(&item) {
+            seen.push(item);
+        }
+    };
+    for r in results {
+        let experiment = str_of(&r["experiment"]);
+        for v in r["variants"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+            note(experiment, str_of(&v["unavailable"]));
+        }
+        for c in r["claims"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+            if c["verdict"] == "not measured" || c["verdict"] == "not measurable here" {
+                note(experiment, str_of(&c["reason"]));
+            }
+        }
+    }
+    if seen.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "## Not installed here\n\nWhat the runs could not measure for want of an optional package, and the line that installs it (the README's one line installs them all):\n"
+    );
+    for (experiment, why) in seen {
+        let _ = writeln!(s, "* `{experiment}`: {}", why.replace('\n', " "));
+    }
+    s.push('\n');
+}
+
 fn str_of(v: &Value) -> &str {
     v.as_str().unwrap_or("")
 }
@@ -80,7 +163,7 @@ fn num(v: &Value) -> String {
 /// `REPORT.md` of a set of results: the machine, then per document every claim with
 /// the document's figure, ours, the verdict and its reason, the headline figures of
 /// every contender, the noise probes and the charts.
-pub fn render(results: &[Value]) -> String {
+pub fn render(results: &[Value], incomplete: Option<&Value>) -> String {
     let mut s = String::from("# Reproduction report\n\n");
     let _ = writeln!(
         s,
@@ -95,6 +178,10 @@ pub fn render(results: &[Value]) -> String {
             "**Emulated CPUs.** These runs took place on CPUs emulated in software (QEMU's TCG: several guest CPUs on each host core). They show that every path runs on this topology, with these pins and placements; every claim judged on a timing is *not measurable here (emulated CPUs)*, whatever its figures. The noise probe and the placement probe show the sharing too. Memory and placement claims keep their verdicts.\n"
         );
     }
+    if let Some(inc) = incomplete {
+        unfinished(&mut s, inc);
+    }
+    lacking(&mut s, results);
     let _ = writeln!(s, "## Verdicts\n");
     let _ = writeln!(s, "| document | experiment | claims | reproduced | holds | differs | fails | within noise | not measurable here | not measured |");
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");

@@ -232,14 +232,21 @@ pub fn check(v: &Value) -> Result<(), String> {
         }
     }
     for (i, c) in array(field("claims")?, "claims")?.iter().enumerate() {
-        for k in [
-            "id", "claim", "document", "where", "ours", "verdict", "reason",
-        ] {
+        for k in ["id", "claim", "document", "where", "verdict", "reason"] {
             string(&c[k], &format!("claims[{i}].{k}"))?;
         }
         let verdict = c["verdict"].as_str().unwrap_or_default();
         if !super::claims::VERDICTS.contains(&verdict) {
             return Err(format!("claims[{i}].verdict: {verdict:?} is not a verdict"));
+        }
+        // A claim the run did not measure has no figures of ours (its reason says what
+        // was missing); every other claim has them.
+        let at = format!("claims[{i}].ours");
+        match c["ours"].as_str() {
+            Some("") if verdict == super::claims::Verdict::NotMeasured.as_str() => {}
+            _ => {
+                string(&c["ours"], &at)?;
+            }
         }
     }
     Ok(())
@@ -343,6 +350,30 @@ mod tests {
         assert!(v["figures"]["t"]["value"].is_null());
         assert!(v["figures"]["t"]["runs"][1].is_null());
         assert!(check_variant(&v).is_ok());
+    }
+
+    #[test]
+    fn only_a_claim_not_measured_may_have_no_figures_of_ours() {
+        let mut file = json!({
+            "schema": SCHEMA, "experiment": "x", "started": "a", "finished": "b",
+            "document": {"file": "000_x.txt", "title": "T"},
+            "env": {}, "config": {}, "sweeps": [],
+            "claims": [{"id": "a", "claim": "c", "document": "d", "where": "w",
+                "ours": "", "verdict": "not measured", "reason": "libx missing"}],
+            "variants": [Variant::unavailable("v", "why").into_value()],
+        });
+        assert_eq!(check(&file), Ok(()));
+        file["claims"][0]["verdict"] = "holds".into();
+        assert_eq!(check(&file).unwrap_err(), "claims[0].ours: empty");
+        file["claims"][0]["verdict"] = "not measured".into();
+        file["claims"][0]["reason"] = "".into();
+        assert_eq!(check(&file).unwrap_err(), "claims[0].reason: empty");
+        file["claims"][0]["reason"] = "r".into();
+        file["claims"][0]["ours"] = json!(null);
+        assert_eq!(
+            check(&file).unwrap_err(),
+            "claims[0].ours: missing or not a string"
+        );
     }
 
     #[test]

@@ -1,0 +1,101 @@
+//! `runner all` when an experiment fails late: the others' results and the report are
+//! kept, the failure is named, the exit status is non-zero, and an earlier run's folder
+//! is kept beside the new one.
+
+use runner::lab::env::this_machine_tag;
+use runner::lab::topology::Topology;
+use std::process::Command;
+
+#[test]
+#[cfg_attr(
+    handoff_global_alloc,
+    ignore = "runner all's handling of a failure does not depend on the allocator under it (the pass on handoff-alloc is about the allocator)"
+)]
+fn a_failed_last_experiment_keeps_the_five_others_and_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let folder = out.join(this_machine_tag(&Topology::read()));
+    // An earlier run's folder, which the incomplete run must not delete.
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("earlier.txt"), "an earlier run").unwrap();
+
+    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["all", "--smoke", "--out"])
+        .arg(&out)
+        // The last experiment of the registry fails once it has measured.
+        .env("HANDOFF_TEST_FAIL", "programs")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("runner programs: failed on purpose"), "{err}");
+    assert!(err.contains("5 of 6 experiments finished"), "{err}");
+
+    for name in ["queue", "pipeline", "pool", "patterns", "alloc"] {
+        let json = folder.join(format!("{name}.json"));
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap_or_else(|e| {
+                panic!("{json:?}: {e}\n{err}");
+            }))
+            .unwrap();
+        assert_eq!(v["experiment"], name);
+        assert!(folder.join(format!("{name}.txt")).exists(), "{name}.txt");
+    }
+    // Nothing of the experiment that failed, and no staging folder left behind.
+    let names: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with("programs")),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.starts_with('.')), "{names:?}");
+    let left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 2, "the folder and the earlier one: {left:?}");
+
+    let inc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("incomplete.json")).unwrap()).unwrap();
+    assert_eq!(inc["failed"][0]["experiment"], "programs");
+    assert!(inc["failed"][0]["why"]
+        .as_str()
+        .unwrap()
+        .contains("failed on purpose"));
+    let report = std::fs::read_to_string(folder.join("REPORT.md")).unwrap();
+    assert!(report.contains("## Incomplete run"), "{report}");
+    assert!(
+        report.contains("* `programs` failed: failed on purpose"),
+        "{report}"
+    );
+    for name in ["queue", "pipeline", "pool", "patterns", "alloc"] {
+        assert!(
+            report.contains(&format!("| `{name}` |")),
+            "{name} in the report"
+        );
+    }
+    assert!(!report.contains("| `programs` |"), "{report}");
+
+    // `runner report` writes the same report again from the folder.
+    let again = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("report")
+        .arg(&folder)
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{again:?}");
+    assert_eq!(
+        std::fs::read_to_string(folder.join("REPORT.md")).unwrap(),
+        report
+    );
+
+    let previous = out.join(format!(
+        "{}.previous",
+        folder.file_name().unwrap().to_string_lossy()
+    ));
+    assert_eq!(
+        std::fs::read_to_string(previous.join("earlier.txt")).unwrap(),
+        "an earlier run"
+    );
+}
