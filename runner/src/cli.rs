@@ -9,6 +9,7 @@ use crate::lab::experiment::{Entry, Prepared};
 use crate::lab::session::{Id, Session};
 use crate::lab::topology::Topology;
 use clap::Command;
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 /// The whole command line, built from the registry.
@@ -42,8 +43,11 @@ enum Job {
 }
 
 /// Parses and validates everything first (bad input: exit 2, nothing measured): the
-/// named experiment, or every experiment for `runner all`.
-fn prepare(matches: &clap::ArgMatches, topo: &Topology) -> Result<Job> {
+/// named experiment, or every experiment for `runner all`. `argv` is the command line
+/// `matches` came from: an experiment reads the flags after its name again, a scale
+/// flag (`--quick`) expanded into the flags `runner all` gives it at that scale
+/// ([`Entry::matches`]).
+fn prepare(matches: &clap::ArgMatches, argv: &[OsString], topo: &Topology) -> Result<Job> {
     let (name, sub) = matches
         .subcommand()
         .ok_or_else(|| Error::Usage("name an experiment (runner --help)".into()))?;
@@ -51,7 +55,14 @@ fn prepare(matches: &clap::ArgMatches, topo: &Topology) -> Result<Job> {
         return crate::all::prepare(sub, topo).map(Job::All);
     }
     let e = experiments::find(name).expect("clap accepts only registered subcommands");
-    Ok(Job::One((e, e.prepare(sub, topo)?)))
+    // `runner` takes no flag before the subcommand: its flags follow its name.
+    let at = argv
+        .iter()
+        .skip(1)
+        .position(|a| a == name)
+        .expect("clap read the subcommand from argv");
+    let sub = e.matches(&argv[at + 2..])?;
+    Ok(Job::One((e, e.prepare(&sub, topo)?)))
 }
 
 /// What the binary carries besides its Rust code, for every result's environment.
@@ -75,6 +86,7 @@ fn run_one(
     };
     let mut session = Session::start(id, p.plan(), topo, tools)?;
     let output = p.run(&mut session)?;
+    crate::all::failure_asked(e.name())?;
     session.finish(output)?;
     Ok(())
 }
@@ -124,7 +136,9 @@ pub fn entry() -> ExitCode {
 /// Entry point: parses, validates, runs, reports. Exit 0 on success, 1 on a failed
 /// run, 2 on bad input, 130 after Ctrl-C.
 pub fn main() -> ExitCode {
-    let matches = match command().try_get_matches() {
+    crate::all::report_panics_to_failure_file();
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let matches = match command().try_get_matches_from(&argv) {
         Ok(m) => m,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -151,7 +165,7 @@ pub fn main() -> ExitCode {
         Some(("compare", sub)) => crate::all::compare(sub),
         _ if cfg!(target_arch = "x86_64") => {
             let topo = Topology::read();
-            prepare(&matches, &topo).and_then(|job| run(job, &topo))
+            prepare(&matches, &argv, &topo).and_then(|job| run(job, &topo))
         }
         _ => Err(Error::Unsupported(
             "the lab stamps with rdtscp and needs an x86_64 CPU".into(),
@@ -161,6 +175,7 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("runner: {e}");
+            crate::all::note_failure(&e);
             ExitCode::from(e.exit_code())
         }
     }

@@ -627,3 +627,206 @@ fn alloc_reports_a_missing_library_unavailable_and_runs_the_rest() {
         "{stdout}"
     );
 }
+
+/// Every value an experiment's command read from `m`, arg by arg (the raw values and
+/// where each came from), except the scale flag `skip`: what the experiment's flags
+/// are made of, to compare two command lines.
+fn read_values(cmd: &clap::Command, m: &clap::ArgMatches, skip: &str) -> Vec<String> {
+    cmd.get_arguments()
+        .map(|a| a.get_id().as_str())
+        .filter(|id| *id != skip && *id != "help")
+        .map(|id| {
+            let raw: Option<Vec<_>> = m.get_raw(id).map(|v| v.collect());
+            format!("{id}: {raw:?} from {:?}", m.value_source(id))
+        })
+        .collect()
+}
+
+/// `runner <experiment> --<scale>` reads every flag as the command line `runner all
+/// --<scale>` builds for it (its name, then `Experiment::ALL`'s flags at that scale):
+/// the same values from the same sources, for every experiment and scale.
+#[test]
+fn a_scale_flag_means_the_flags_runner_all_gives_at_that_scale() {
+    use runner::lab::experiment::Scale;
+    for e in runner::experiments::REGISTRY {
+        let cmd = e.command();
+        for scale in Scale::FLAGGED {
+            let flag = scale.flag().unwrap();
+            let ctx = format!("{} --{flag}", e.name());
+            let ours = e
+                .matches(&[format!("--{flag}").into()])
+                .unwrap_or_else(|err| panic!("{ctx}: {err}"));
+            let mut argv = vec![e.name()];
+            argv.extend_from_slice(e.all(scale).flags);
+            let theirs = cmd.clone().try_get_matches_from(&argv).unwrap();
+            assert_eq!(
+                read_values(&cmd, &ours, flag),
+                read_values(&cmd, &theirs, flag),
+                "{ctx} and {argv:?}"
+            );
+            // No scale's flags name another scale.
+            for other in Scale::FLAGGED.iter().filter(|&&s| s != scale) {
+                let other = format!("--{}", other.flag().unwrap());
+                assert!(!e.all(scale).flags.contains(&other.as_str()), "{ctx}");
+            }
+            // A flag of the scale's given as well changes nothing.
+            let twice: Vec<std::ffi::OsString> = std::iter::once(format!("--{flag}"))
+                .chain(e.all(scale).flags.iter().map(|f| f.to_string()))
+                .map(Into::into)
+                .collect();
+            let twice = e
+                .matches(&twice)
+                .unwrap_or_else(|err| panic!("{ctx} with its flags again: {err}"));
+            assert_eq!(
+                read_values(&cmd, &twice, flag),
+                read_values(&cmd, &theirs, flag),
+                "{ctx} with its flags again"
+            );
+        }
+        // Without a scale flag nothing is added.
+        let plain = e.matches(&[]).unwrap();
+        let bare = cmd.clone().try_get_matches_from([e.name()]).unwrap();
+        assert_eq!(
+            read_values(&cmd, &plain, ""),
+            read_values(&cmd, &bare, ""),
+            "{}",
+            e.name()
+        );
+    }
+}
+
+/// A flag given beside a scale overrides that scale's value for it, before or after the
+/// scale flag, and the scale's other flags still apply; validated, the configuration
+/// says so.
+#[test]
+fn a_flag_given_beside_a_scale_overrides_its_value() {
+    use runner::experiments::queue::Queue;
+    use runner::lab::experiment::configure_from;
+    use runner::lab::topology::Topology;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let topo = Topology::read();
+    for args in [
+        &["--quick", "--runs", "3", "--out", out][..],
+        &["--runs", "3", "--quick", "--out", out][..],
+    ] {
+        let cfg = configure_from::<Queue>(args, &topo).unwrap();
+        assert_eq!(cfg.run.runs, 3, "{args:?}");
+        // The quick scale's other flags (--all --items 500000 --sweep-seconds 0.05
+        // --noise-seconds 0.5).
+        assert_eq!(cfg.items, 500_000, "{args:?}");
+        assert_eq!(cfg.sweep_seconds, 0.05, "{args:?}");
+        assert_eq!(cfg.run.noise_seconds, 0.5, "{args:?}");
+        assert_eq!(cfg.modes.len(), 3, "{args:?}: --all");
+    }
+    // A switch the scale turns on stays on; a value given twice takes the later one.
+    let cfg = configure_from::<Queue>(
+        &["--smoke", "--all", "--items", "7000", "--out", out],
+        &topo,
+    )
+    .unwrap();
+    assert_eq!((cfg.items, cfg.run.runs), (7000, 1));
+    let quick = configure_from::<Queue>(&["--quick", "--out", out], &topo).unwrap();
+    assert_eq!((quick.items, quick.run.runs), (500_000, 2));
+    // alloc's own --full is its --full scale: given once or beside other flags.
+    let m = runner::experiments::find("alloc")
+        .unwrap()
+        .matches(&["--full".into(), "--runs".into(), "1".into()])
+        .unwrap();
+    assert!(m.get_flag("full"));
+    assert_eq!(m.get_one::<usize>("runs"), Some(&1));
+}
+
+/// Two scales together are bad input: exit 2, one line, nothing written.
+#[test]
+fn two_scales_together_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out_s = out.to_str().unwrap();
+    for e in runner::experiments::REGISTRY {
+        for pair in [
+            ["--smoke", "--quick"],
+            ["--quick", "--full"],
+            ["--full", "--smoke"],
+        ] {
+            let args = [e.name(), pair[0], pair[1], "--out", out_s];
+            let o = runner(&args);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+            assert!(err.contains("cannot be used with"), "{args:?}: {err}");
+            assert!(o.stdout.is_empty(), "{args:?}");
+            assert!(!out.exists(), "{args:?} wrote {out:?}");
+        }
+    }
+}
+
+/// Every experiment's `--help` shows the three scale flags, each saying what it is and
+/// listing the flags `runner all` gives the experiment at that scale.
+#[test]
+fn every_experiment_help_lists_its_flags_at_every_scale() {
+    use runner::lab::experiment::Scale;
+    for e in runner::experiments::REGISTRY {
+        let o = runner(&[e.name(), "--help"]);
+        assert!(o.status.success(), "{} --help", e.name());
+        let help = String::from_utf8_lossy(&o.stdout);
+        // clap wraps only at a terminal; the words are checked on one line.
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for scale in Scale::FLAGGED {
+            let flag = scale.flag().unwrap();
+            let flags = e.all(scale).flags.join(" ");
+            let listed = if flags.is_empty() {
+                "its defaults".to_string()
+            } else {
+                flags
+            };
+            let says = format!("what `runner all --{flag}` gives this experiment");
+            assert!(
+                help.contains(&says) && help.contains(&format!("on 2 cores): {listed}")),
+                "{} --help lacks --{flag}'s flags ({listed}):\n{help}",
+                e.name()
+            );
+        }
+        for words in [
+            "The smallest runs that take every path once: ",
+            "Smaller runs, for a first look: ",
+        ] {
+            assert!(help.contains(words), "{}: {words}\n{help}", e.name());
+        }
+        assert!(
+            help.contains("--smoke, --quick, --full: the flags listed with each, which a flag given too overrides"),
+            "{}",
+            e.name()
+        );
+    }
+}
+
+/// `runner queue --smoke` runs at `runner all --smoke`'s sizes, a flag given beside it
+/// overriding one, and writes its results.
+#[test]
+fn an_experiment_runs_at_a_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = runner(&[
+        "queue",
+        "--smoke",
+        "--out",
+        out.to_str().unwrap(),
+        "--noise-seconds",
+        "0",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = std::fs::read_to_string(out.join("queue.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let c = &json["config"];
+    assert_eq!(c["runs"], 1, "{c}");
+    assert_eq!(c["items"], 5000, "{c}");
+    assert_eq!(c["sweep_seconds"], 0.01, "{c}");
+    assert_eq!(c["noise_seconds"], 0.0, "{c}");
+    assert_eq!(c["modes"].as_array().unwrap().len(), 3, "{c}");
+}

@@ -18,6 +18,7 @@ use super::stop;
 use super::topology::Topology;
 use clap::{Args as _, FromArgMatches as _};
 use serde_json::{Map, Value};
+use std::ffi::{OsStr, OsString};
 
 /// One experiment of the lab, reproducing one source document.
 pub trait Experiment: Sync + 'static {
@@ -49,7 +50,9 @@ pub trait Experiment: Sync + 'static {
     /// [`Modes`](super::paced::Modes) into its flags; empty otherwise).
     const SWEEP: &'static str = "";
     /// What `runner all` gives it at each scale (its flags, before `--out`) and about
-    /// how long that takes on a 2-core machine.
+    /// how long that takes on a 2-core machine. Its own `--smoke`, `--quick` and
+    /// `--full` stand for the same flags (the frame adds them; an experiment with a
+    /// switch of one of those names, alloc's `--full`, must list it at that scale).
     const ALL: AllFlags;
     /// The task a child runner runs for it (an allocator contender that needs another
     /// global allocator; see `lab::child`), by name.
@@ -147,20 +150,62 @@ pub fn output<C: serde::Serialize, R: Report<C>>(
     })
 }
 
-/// How big `runner all` runs every experiment: `--quick` (about two minutes on 2 cores),
-/// the default (about ten) or `--full` (the documents' own sizes).
+/// How big `runner all` runs every experiment (`--smoke`, `--quick`, the default or
+/// `--full`; [`Scale::about`] says what each is). Every experiment takes the same
+/// flags and runs with the flags `runner all` gives it at that scale ([`AllFlags`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
-    /// The smallest runs that take every path once (about half a minute on 2 cores,
-    /// two or three minutes on an emulated 8-core machine): for emulated machines and
-    /// CI's many-core smoke test. Its figures mean little.
+    /// The smallest runs that take every path once (about a quarter of a minute on 2
+    /// cores, two or three minutes on an emulated 8-core machine): for emulated
+    /// machines and CI's many-core smoke test. Its figures mean little.
     Smoke,
-    /// About two minutes in all.
+    /// Smaller runs, for a first look (about two minutes in all on 2 cores).
     Quick,
-    /// About ten minutes in all.
+    /// The default sizes (about ten minutes in all on 2 cores).
     Default,
     /// The documents' own sizes.
     Full,
+}
+
+impl Scale {
+    /// The scales a flag names (`--smoke`, `--quick`, `--full`); the default has none.
+    pub const FLAGGED: [Scale; 3] = [Scale::Smoke, Scale::Quick, Scale::Full];
+
+    /// The flag that names it (`smoke`, `quick`, `full`); none for the default.
+    pub fn flag(self) -> Option<&'static str> {
+        match self {
+            Scale::Smoke => Some("smoke"),
+            Scale::Quick => Some("quick"),
+            Scale::Default => None,
+            Scale::Full => Some("full"),
+        }
+    }
+
+    /// What it is, in the words every help text and document uses.
+    pub fn about(self) -> &'static str {
+        match self {
+            Scale::Smoke => "the smallest runs that take every path once",
+            Scale::Quick => "smaller runs, for a first look",
+            Scale::Default => "the default sizes",
+            Scale::Full => "the documents' own sizes",
+        }
+    }
+}
+
+/// About how long `seconds` is, for the help texts' estimates: `about 26 s`, `about 10
+/// minutes`.
+///
+/// ```
+/// use runner::lab::experiment::about_time;
+/// assert_eq!(about_time(26), "about 26 s");
+/// assert_eq!(about_time(571), "about 10 minutes");
+/// ```
+pub fn about_time(seconds: u32) -> String {
+    if seconds < 90 {
+        format!("about {seconds} s")
+    } else {
+        format!("about {} minutes", (seconds + 30) / 60)
+    }
 }
 
 /// An experiment's part of `runner all` at one scale.
@@ -208,6 +253,11 @@ pub trait Entry: Sync {
     fn command(&self) -> clap::Command;
     /// What `runner all` gives it at `scale`.
     fn all(&self, scale: Scale) -> AllRun;
+    /// `args` (the flags after the subcommand) matched against its command as `runner
+    /// <name>` reads them: a scale flag (`--smoke`, `--quick`, `--full`) stands for the
+    /// flags `runner all` gives it at that scale, a flag in `args` overriding the
+    /// scale's value (see [`expanded`]).
+    fn matches(&self, args: &[OsString]) -> Result<clap::ArgMatches>;
     /// Its child-process task, if it has one.
     fn child_task(&self) -> Option<(&'static str, Task)>;
     /// Whether it needs the `runner-contenders` binary ([`Experiment::CONTENDERS`]).
@@ -241,6 +291,10 @@ impl<E: Experiment> Entry for E {
         E::ALL.at(scale)
     }
 
+    fn matches(&self, args: &[OsString]) -> Result<clap::ArgMatches> {
+        matches::<E, _>(args)
+    }
+
     fn child_task(&self) -> Option<(&'static str, Task)> {
         E::CHILD_TASK
     }
@@ -256,7 +310,8 @@ impl<E: Experiment> Entry for E {
     }
 }
 
-/// `E`'s subcommand: its flags, its about line, the common flags' words.
+/// `E`'s subcommand: its flags, its about line, the common flags' words, the scale
+/// flags.
 fn command<E: Experiment>() -> clap::Command {
     // The about goes on after the flags: `augment_args` would put the struct's doc.
     let cmd = E::Args::augment_args(clap::Command::new(E::NAME));
@@ -264,7 +319,129 @@ fn command<E: Experiment>() -> clap::Command {
     if !E::SWEEP.is_empty() {
         cmd = cmd.mut_arg("sweep", |a| a.help(E::SWEEP));
     }
-    Common::explain(cmd, E::RUNS, E::ROLES, E::A_RUN)
+    scale_flags(Common::explain(cmd, E::RUNS, E::ROLES, E::A_RUN), &E::ALL)
+}
+
+/// `cmd` with the scale flags `--smoke`, `--quick` and `--full` (at most one), each
+/// saying what it is and listing the flags `runner all` gives the experiment at that
+/// scale (from `all`, so the help cannot drift from what runs), and a closing line on
+/// how they combine with other flags. A later value of a flag overrides an earlier one
+/// (`args_override_self`): [`expanded`] puts the scale's flags before the user's, so
+/// the user's win. An experiment with a flag of that name of its own (alloc's `--full`,
+/// which is all its `runner all --full` gives it) keeps it, its help extended.
+fn scale_flags(mut cmd: clap::Command, all: &AllFlags) -> clap::Command {
+    use clap::{Arg, ArgAction};
+    let long = |cmd: &clap::Command, name: &str| {
+        cmd.get_arguments()
+            .find(|a| a.get_long() == Some(name))
+            .map(|a| {
+                debug_assert!(
+                    matches!(a.get_action(), ArgAction::SetTrue),
+                    "{}: its own --{name} must be a switch to be a scale",
+                    cmd.get_name()
+                );
+                (a.get_id().clone(), a.get_help().map(ToString::to_string))
+            })
+    };
+    // The switches a scale turns on (an experiment's mode flags, such as `--all`).
+    let mut switches: Vec<&str> = Vec::new();
+    for scale in Scale::FLAGGED {
+        for flag in all.at(scale).flags {
+            let Some(name) = flag.strip_prefix("--") else {
+                continue;
+            };
+            let switch = cmd.get_arguments().any(|a| {
+                a.get_long() == Some(name) && matches!(a.get_action(), ArgAction::SetTrue)
+            });
+            let a_scale = Scale::FLAGGED.iter().any(|s| s.flag() == Some(name));
+            if switch && !a_scale && !switches.contains(flag) {
+                switches.push(flag);
+            }
+        }
+    }
+    for scale in Scale::FLAGGED {
+        let name = scale.flag().expect("a scale named by a flag");
+        let others: Vec<&str> = Scale::FLAGGED
+            .iter()
+            .filter(|&&s| s != scale)
+            .filter_map(|s| s.flag())
+            .collect();
+        let run = all.at(scale);
+        let flags = if run.flags.is_empty() {
+            "its defaults".to_string()
+        } else {
+            run.flags.join(" ")
+        };
+        let gives = format!(
+            "what `runner all --{name}` gives this experiment ({} on 2 cores): {flags}",
+            about_time(run.seconds)
+        );
+        cmd = match long(&cmd, name) {
+            Some((id, own)) => cmd.mut_arg(id, |a| {
+                debug_assert!(
+                    run.flags.contains(&format!("--{name}").as_str()),
+                    "its own --{name} is its --{name} scale: ALL must list it there"
+                );
+                let own = own.unwrap_or_default();
+                a.help(format!("{own}; {gives}")).conflicts_with_all(others)
+            }),
+            None => {
+                let about = scale.about();
+                let about = about[..1].to_uppercase() + &about[1..];
+                cmd.arg(
+                    Arg::new(name)
+                        .long(name)
+                        .action(ArgAction::SetTrue)
+                        .conflicts_with_all(others)
+                        .help(format!("{about}: {gives}")),
+                )
+            }
+        };
+    }
+    let stays = if switches.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; a switch among them ({}) stays on, whatever else is given",
+            switches.join(", ")
+        )
+    };
+    let after = cmd
+        .get_after_help()
+        .map(|h| format!("{h}\n"))
+        .unwrap_or_default();
+    cmd.after_help(format!(
+        "{after}--smoke, --quick, --full: the flags listed with each, which a flag given too overrides (--quick --runs 3: the quick flags with --runs 3){stays}."
+    ))
+    .args_override_self(true)
+}
+
+/// The command line `runner <name>` runs for `args` (the flags after the subcommand),
+/// given `scale`, the scale flag among them if any: `name`, the flags `runner all`
+/// gives the experiment at that scale (`all`), then `args` (the scale flag included).
+/// The experiment's command takes a later value of a flag over an earlier one, so a
+/// flag in `args` overrides the scale's: `queue --quick --runs 3` reads `queue --all
+/// --runs 2 ... --noise-seconds 0.5 --quick --runs 3`, which runs 3.
+pub fn expanded<A: AsRef<OsStr>>(
+    name: &str,
+    all: &AllFlags,
+    scale: Option<Scale>,
+    args: &[A],
+) -> Vec<OsString> {
+    let scale_flags = scale.map_or(&[][..], |s| all.at(s).flags);
+    std::iter::once(name)
+        .chain(scale_flags.iter().copied())
+        .map(OsString::from)
+        .chain(args.iter().map(|a| a.as_ref().to_owned()))
+        .collect()
+}
+
+/// The scale flag given on an experiment's matches, if any.
+pub fn scale_given(m: &clap::ArgMatches) -> Option<Scale> {
+    Scale::FLAGGED.into_iter().find(|s| {
+        s.flag()
+            .is_some_and(|f| m.value_source(f) == Some(clap::parser::ValueSource::CommandLine))
+    })
 }
 
 /// `E`'s flags from clap's matches, validated: the common flags first (read from the
@@ -281,12 +458,20 @@ fn validated<E: Experiment>(m: &clap::ArgMatches, topo: &Topology) -> Result<Set
     })
 }
 
-/// `args` (the flags after the subcommand) matched against `E`'s command line.
-fn matches<E: Experiment>(args: &[&str]) -> Result<clap::ArgMatches> {
-    let argv = std::iter::once(E::NAME).chain(args.iter().copied());
-    command::<E>()
-        .try_get_matches_from(argv)
-        .map_err(|e| Error::from_clap(&e))
+/// `args` (the flags after the subcommand) matched against `E`'s command line, a scale
+/// flag expanded: read once as given, and where a scale flag is among them, read again
+/// with that scale's flags before them ([`expanded`]).
+fn matches<E: Experiment, A: AsRef<OsStr>>(args: &[A]) -> Result<clap::ArgMatches> {
+    let read = |argv: Vec<OsString>| {
+        command::<E>()
+            .try_get_matches_from(argv)
+            .map_err(|e| Error::from_clap(&e))
+    };
+    let m = read(expanded(E::NAME, &E::ALL, None, args))?;
+    match scale_given(&m) {
+        None => Ok(m),
+        scale => read(expanded(E::NAME, &E::ALL, scale, args)),
+    }
 }
 
 /// A validated configuration, ready to run.
@@ -313,14 +498,14 @@ impl<E: Experiment> Prepared for Planned<E> {
 /// Parses `args` (the flags after the subcommand) as `E`'s command line, as `runner`
 /// would: for tests of an experiment's validation.
 pub fn parse_flags<E: Experiment>(args: &[&str]) -> Result<E::Args> {
-    E::Args::from_arg_matches(&matches::<E>(args)?).map_err(|e| Error::from_clap(&e))
+    E::Args::from_arg_matches(&matches::<E, _>(args)?).map_err(|e| Error::from_clap(&e))
 }
 
 /// Parses and validates `args` as `E`'s command line on `topo`: the configuration
 /// `runner <E> args` would run, or its one-line error. For tests of an experiment's
 /// validation.
 pub fn configure_from<E: Experiment>(args: &[&str], topo: &Topology) -> Result<Setup<E::Config>> {
-    validated::<E>(&matches::<E>(args)?, topo)
+    validated::<E>(&matches::<E, _>(args)?, topo)
 }
 
 /// [`configure_from`] on [`Topology::two_cores`], the development machine the
