@@ -13,5 +13,10 @@ mod allocator;
 static ALLOCATOR: allocator::Chosen = allocator::Chosen::new();
 
 fn main() -> std::process::ExitCode {
+    // `runner __launch ...`: the programs experiment's launcher (see `runner::launch`),
+    // first, as in `runner`: `runner programs` runs in this binary and launches from it.
+    if let Some(status) = runner::launch::entry() {
+        return status;
+    }
     runner::cli::entry()
 }

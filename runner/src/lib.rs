@@ -9,3 +9,4 @@ pub mod all;
 pub mod cli;
 pub mod experiments;
 pub mod lab;
+pub mod launch;

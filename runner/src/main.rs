@@ -10,5 +10,10 @@ mod allocator;
 static ALLOCATOR: allocator::Chosen = allocator::Chosen::new();
 
 fn main() -> std::process::ExitCode {
+    // `runner __launch ...`: the programs experiment's launcher (see `runner::launch`),
+    // first, so that nothing else of the runner runs and its memory stays a few MB.
+    if let Some(status) = runner::launch::entry() {
+        return status;
+    }
     runner::cli::entry()
 }

@@ -1,9 +1,11 @@
 //! Running an unmodified program under an allocator: the allocators (`LD_PRELOAD`
 //! libraries, found or reported unavailable with how to get them), the programs and
 //! their workloads, and one timed run (wall time, and the CPU time and peak resident
-//! memory `wait4` reports for the process).
+//! memory `wait4` reports for the process, started and waited for by a launcher of a
+//! few MB, see `crate::launch`, so that the peak is the program's own).
 
 use crate::lab::error::{Error, Result};
+use crate::launch::{Launch, Report};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -230,10 +232,15 @@ fn on_path(name: &str) -> Option<PathBuf> {
 pub struct Sample {
     /// Wall time of the workload, seconds (redis: the benchmark's).
     pub wall_s: f64,
-    /// User plus system CPU time of the program's process, seconds (redis: the
-    /// server's).
+    /// User plus system CPU time of the program's process (with any children it
+    /// waited for), seconds, as `wait4` reports it to the launcher that started it
+    /// (redis: the server's).
     pub cpu_s: f64,
-    /// Peak resident memory of the program's process, bytes (`ru_maxrss`).
+    /// Peak resident memory of the program's own process, bytes: its `ru_maxrss`, as
+    /// `wait4` reports it to the launcher that forked it (`crate::launch`; redis: the
+    /// server's). Linux's `exec` keeps the high-water mark of the memory before it, so
+    /// the figure cannot fall below the launcher's resident memory at the fork, a few
+    /// MB; it no longer carries the runner's own (about 12 MB).
     pub peak_bytes: u64,
     /// What the program printed that shows its work was right (compared across the
     /// allocators of one run).
@@ -343,20 +350,35 @@ pub fn run(
     }
 }
 
-/// Runs `c` to its end with `input` on its stdin, timing it; its stdout is the
-/// sample's output. A failure to start, a non-zero exit or a signal is an error.
-fn timed(mut c: Command, input: Option<&[u8]>, who: &str) -> Result<Sample> {
-    c.stdin(if input.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
+/// `c` (program, arguments, environment: `LD_PRELOAD` among it) to be started through
+/// this binary as its launcher (`crate::launch`).
+fn launch(c: &Command, who: &str) -> Result<Launch> {
+    Launch::new(&crate::launch::this_binary()?, c).map_err(|e| {
+        Error::Run(format!(
+            "{who}: no temporary folder for its launcher's report: {e}"
+        ))
     })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+}
+
+/// Runs `c` to its end with `input` on its stdin, through a launcher (`crate::launch`),
+/// timing it; its stdout is the sample's output. A failure to start, a non-zero exit,
+/// a signal, or a launcher that ended without its report is an error.
+fn timed(c: Command, input: Option<&[u8]>, who: &str) -> Result<Sample> {
+    let mut launch = launch(&c, who)?;
+    launch
+        .command()
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let start = Instant::now();
-    let mut child = c
+    let mut child = launch
+        .command()
         .spawn()
-        .map_err(|e| Error::Run(format!("{who} did not start: {e}")))?;
+        .map_err(|e| Error::Run(format!("{who} did not start (its launcher did not): {e}")))?;
     // The pipes are drained on threads, so that neither side blocks the other.
     let stdin = child.stdin.take();
     let input = input.map(<[u8]>::to_vec);
@@ -368,17 +390,18 @@ fn timed(mut c: Command, input: Option<&[u8]>, who: &str) -> Result<Sample> {
     });
     let out = drain(child.stdout.take());
     let err = drain(child.stderr.take());
-    let usage = reap(child.id())?;
+    let usage = launch.finish(&mut child, who);
     let wall_s = start.elapsed().as_secs_f64();
     let _ = feeder.join();
     let (out, err) = (
         out.join().unwrap_or_default(),
         err.join().unwrap_or_default(),
     );
-    if !usage.success {
+    let usage = usage?;
+    if !usage.end.success() {
         return Err(Error::Run(format!(
             "{who} failed ({}): {}",
-            usage.status,
+            usage.end,
             String::from_utf8_lossy(&err).trim()
         )));
     }
@@ -387,7 +410,7 @@ fn timed(mut c: Command, input: Option<&[u8]>, who: &str) -> Result<Sample> {
         .find_map(|l| l.strip_prefix("ns_per_replacement ")?.trim().parse().ok());
     Ok(Sample {
         wall_s,
-        cpu_s: usage.cpu_s,
+        cpu_s: usage.cpu_s(),
         peak_bytes: usage.peak_bytes,
         output: String::from_utf8_lossy(&out).trim().to_string(),
         ns_per_replacement,
@@ -404,52 +427,11 @@ fn drain<R: std::io::Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHa
     })
 }
 
-/// What `wait4` reported for an ended process.
-struct Usage {
-    success: bool,
-    status: String,
-    cpu_s: f64,
-    peak_bytes: u64,
-}
-
-/// Waits for the child `pid` with `wait4`, which reports its own resource usage (the
-/// standard library's `wait` discards it).
-fn reap(pid: u32) -> Result<Usage> {
-    let mut status = 0;
-    // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = pid as libc::pid_t;
-    loop {
-        // SAFETY: `pid` is this process's child, not yet reaped (its `Child` is never
-        // waited on); `status` and `ru` are valid for writes.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if r == pid {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(Error::Run(format!("wait4: {e}")));
-        }
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    let exited = libc::WIFEXITED(status);
-    Ok(Usage {
-        success: exited && libc::WEXITSTATUS(status) == 0,
-        status: if exited {
-            format!("exit status {}", libc::WEXITSTATUS(status))
-        } else {
-            format!("signal {}", libc::WTERMSIG(status))
-        },
-        cpu_s: secs(ru.ru_utime) + secs(ru.ru_stime),
-        // Linux reports kilobytes.
-        peak_bytes: ru.ru_maxrss.max(0) as u64 * 1024,
-    })
-}
-
 /// redis-server under the allocator, driven by redis-benchmark on the C library's:
 /// the server starts on a free local port without persistence, the benchmark runs
 /// its commands (timed), `DBSIZE` and `INFO keyspace` are the output, and a `SHUTDOWN
-/// NOSAVE` ends the server, whose CPU time and peak memory `wait4` gives.
+/// NOSAVE` ends the server, whose CPU time and peak memory its launcher's `wait4`
+/// gives (`crate::launch`).
 fn redis(exes: &[PathBuf], preload: Option<&Path>, scale: f64, dir: &Path) -> Result<Sample> {
     let (server, bench, cli) = (&exes[0], &exes[1], &exes[2]);
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -470,16 +452,22 @@ fn redis(exes: &[PathBuf], preload: Option<&Path>, scale: f64, dir: &Path) -> Re
     ])
     .args(["--daemonize", "no", "--logfile", ""])
     .arg("--dir")
-    .arg(dir)
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped());
+    .arg(dir);
     if let Some(p) = preload {
         s.env("LD_PRELOAD", p);
     }
-    let mut child = s
+    let mut launch = launch(&s, "redis-server")?;
+    let mut child = launch
+        .command()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::Run(format!("redis-server did not start: {e}")))?;
+        .map_err(|e| {
+            Error::Run(format!(
+                "redis-server did not start (its launcher did not): {e}"
+            ))
+        })?;
     let err = drain(child.stderr.take());
     let cli_run = |args: &[&str]| {
         Command::new(cli)
@@ -496,13 +484,14 @@ fn redis(exes: &[PathBuf], preload: Option<&Path>, scale: f64, dir: &Path) -> Re
         }
         ok
     });
+    // Killing the launcher kills the server with it (`PR_SET_PDEATHSIG`).
     let stop = |child: &mut std::process::Child| {
         let _ = cli_run(&["shutdown", "nosave"]);
         let _ = child.kill();
     };
     if !up {
         stop(&mut child);
-        let _ = reap(child.id());
+        let _ = launch.finish(&mut child, "redis-server");
         let err = err.join().unwrap_or_default();
         return Err(Error::Run(format!(
             "redis-server did not answer on port {port}: {}",
@@ -538,7 +527,7 @@ fn redis(exes: &[PathBuf], preload: Option<&Path>, scale: f64, dir: &Path) -> Re
         .unwrap_or(0);
     let alive = cli_run(&["ping"]).is_ok_and(|o| o.stdout.starts_with(b"PONG"));
     let _ = cli_run(&["shutdown", "nosave"]);
-    let usage = reap(child.id())?;
+    let usage: Report = launch.finish(&mut child, "redis-server")?;
     let _ = err.join();
     if !bench_ok {
         return Err(Error::Run(format!(
@@ -548,7 +537,7 @@ fn redis(exes: &[PathBuf], preload: Option<&Path>, scale: f64, dir: &Path) -> Re
     }
     Ok(Sample {
         wall_s,
-        cpu_s: usage.cpu_s,
+        cpu_s: usage.cpu_s(),
         peak_bytes: usage.peak_bytes,
         output: format!(
             "{lines} benchmarks completed; server {}; exit {}",
@@ -557,7 +546,7 @@ fn redis(exes: &[PathBuf], preload: Option<&Path>, scale: f64, dir: &Path) -> Re
             } else {
                 "did not answer after them"
             },
-            usage.status
+            usage.end
         ),
         ns_per_replacement: None,
     })
