@@ -201,6 +201,13 @@ pub fn run(plan: AllPlan) -> Result<()> {
         )));
     }
     let n = plan.runs.len();
+    let kept_in = |why: &str| {
+        format!(
+            "{why}; {} of {n} experiments finished, their results and the report are in {}",
+            outcome.finished,
+            plan.folder.display()
+        )
+    };
     if incomplete.is_none() {
         println!(
             "\nall {n} experiments in {}: {}",
@@ -228,7 +235,10 @@ pub fn run(plan: AllPlan) -> Result<()> {
         outcome.finished,
         plan.folder.display()
     );
-    Err(outcome.error())
+    Err(match outcome.error() {
+        Error::Interrupted => Error::Stopped(kept_in("interrupted")),
+        e => e,
+    })
 }
 
 /// What became of the experiments of one `runner all`.
@@ -251,7 +261,13 @@ impl Outcome {
             "failed": self
                 .failed
                 .iter()
-                .map(|(name, why)| serde_json::json!({"experiment": name, "why": why.to_string()}))
+                .map(|(name, why)| {
+                    let why = match why {
+                        Error::Interrupted => "interrupted by Ctrl-C; it wrote nothing".to_string(),
+                        e => e.to_string(),
+                    };
+                    serde_json::json!({"experiment": name, "why": why})
+                })
                 .collect::<Vec<_>>(),
             "not_run": self.not_run,
         }))

@@ -99,3 +99,65 @@ fn a_failed_last_experiment_keeps_the_five_others_and_the_report() {
         "an earlier run"
     );
 }
+
+#[test]
+#[cfg_attr(
+    handoff_global_alloc,
+    ignore = "runner all's handling of Ctrl-C does not depend on the allocator under it"
+)]
+fn ctrl_c_after_the_first_experiment_keeps_it_and_the_report() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["all", "--smoke", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The line before the second experiment starts: the first has finished.
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    for line in stdout.lines() {
+        let line = line.unwrap();
+        let second = line.starts_with("[2/6]");
+        seen.push(line);
+        if second {
+            break;
+        }
+    }
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{seen:?}\n{err}");
+    let folder = out.join(this_machine_tag(&Topology::read()));
+    assert!(folder.join("queue.json").exists(), "{err}");
+    let inc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("incomplete.json")).unwrap()).unwrap();
+    let report = std::fs::read_to_string(folder.join("REPORT.md")).unwrap();
+    // The signal is passed on to the pipeline experiment a second after it arrives:
+    // the experiment is interrupted then, unless it finished within that second.
+    let pipeline_done = folder.join("pipeline.json").exists();
+    let finished = if pipeline_done { 2 } else { 1 };
+    assert!(
+        err.contains(&format!(
+            "interrupted; {finished} of 6 experiments finished"
+        )),
+        "{err}"
+    );
+    if !pipeline_done {
+        assert_eq!(inc["failed"][0]["experiment"], "pipeline", "{inc}");
+        assert!(
+            report.contains("* `pipeline` failed: interrupted by Ctrl-C"),
+            "{report}"
+        );
+    }
+    assert_eq!(inc["not_run"].as_array().unwrap().len(), 4, "{inc}");
+    assert!(report.contains("* `programs` did not run"), "{report}");
+    assert!(report.contains("| `queue` |"), "{report}");
+}

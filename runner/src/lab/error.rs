@@ -18,6 +18,9 @@ pub enum Error {
     Output(String),
     /// Ctrl-C: the run in flight drained and nothing was written; exit 130.
     Interrupted,
+    /// Ctrl-C stopped `runner all` after some experiments finished, whose results were
+    /// kept (the message says where); exit 130.
+    Stopped(String),
 }
 
 impl Error {
@@ -26,7 +29,7 @@ impl Error {
         match self {
             Error::Usage(_) | Error::Unsupported(_) => 2,
             Error::Run(_) | Error::Output(_) => 1,
-            Error::Interrupted => 130,
+            Error::Interrupted | Error::Stopped(_) => 130,
         }
     }
 }
@@ -34,9 +37,11 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::Unsupported(m) | Error::Run(m) | Error::Output(m) => {
-                f.write_str(m)
-            }
+            Error::Usage(m)
+            | Error::Unsupported(m)
+            | Error::Run(m)
+            | Error::Output(m)
+            | Error::Stopped(m) => f.write_str(m),
             Error::Interrupted => f.write_str("interrupted; nothing was written"),
         }
     }
