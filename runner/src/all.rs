@@ -167,8 +167,13 @@ pub fn prepare(sub: &ArgMatches, topo: &Topology) -> Result<AllPlan> {
 /// `<machine>.previous`, and the result is an error (exit status 1, or 130 after
 /// Ctrl-C). Only when no experiment finished is the staging folder removed.
 pub fn run(plan: AllPlan) -> Result<()> {
-    // Ctrl-C reaches every child too; this process waits for them and cleans up.
-    stop::install();
+    // Each experiment runs in a process group of its own, so a Ctrl-C at a terminal
+    // reaches this process alone, which passes it on to the experiment in flight.
+    stop::install_with(
+        "interrupted: stopping the experiment in flight; the ones that finished are kept",
+        "interrupted again: exiting now; the experiments that finished are left in the \
+         hidden staging folder (.<machine>.partial-<pid>) in the output folder",
+    );
     let start = Instant::now();
     let outcome = run_into(&plan, start);
     if outcome.finished == 0 {
@@ -322,7 +327,9 @@ fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
             clock(spent),
             clock(left)
         );
-        match run_child(e.name(), argv, &plan.staging) {
+        match run_child(e.name(), argv, &plan.staging)
+            .and_then(|()| written(&plan.staging, e.name()))
+        {
             Ok(()) => outcome.finished += 1,
             Err(err) => {
                 // What it wrote before it failed is not a finished result.
@@ -335,6 +342,23 @@ fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
     outcome
 }
 
+/// Whether experiment `name` wrote a results file the report can read: an error naming
+/// what is wrong if not (it then counts as failed, and the others' report is still
+/// written).
+fn written(dir: &Path, name: &str) -> Result<()> {
+    let path = dir.join(format!("{name}.json"));
+    let bad = |why: String| Error::Output(format!("its results file {name}.json: {why}"));
+    let text = std::fs::read_to_string(&path).map_err(|e| bad(e.to_string()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    crate::lab::schema::check(&v).map_err(|e| {
+        bad(format!(
+            "not a results file of schema {}: {e}",
+            crate::lab::schema::SCHEMA
+        ))
+    })
+}
+
 /// The environment variable naming the file where an experiment that `runner all`
 /// started writes why it failed (its error, or its panic's message).
 pub const FAILURE_FILE_ENV: &str = "HANDOFF_ALL_FAILURE_FILE";
@@ -345,6 +369,7 @@ pub const FAILURE_FILE_ENV: &str = "HANDOFF_ALL_FAILURE_FILE";
 /// staging folder itself; Ctrl-C reaches it too and it writes nothing. A failure
 /// carries the reason the child wrote to its failure file, else its exit status.
 fn run_child(name: &str, argv: &[String], staging: &Path) -> Result<()> {
+    use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()
         .map_err(|e| Error::Run(format!("cannot find this program: {e}")))?;
     let failed = |e: std::io::Error| Error::Run(e.to_string());
@@ -353,39 +378,36 @@ fn run_child(name: &str, argv: &[String], staging: &Path) -> Result<()> {
     let mut child = std::process::Command::new(exe)
         .args(argv)
         .env(FAILURE_FILE_ENV, &why_file)
+        // A process group of its own (its launchers and child processes in it too): a
+        // Ctrl-C at a terminal reaches this process only, which passes it on once.
+        .process_group(0)
         .spawn()
         .map_err(failed)?;
-    // A Ctrl-C at a terminal reaches the child as well; a SIGINT sent to this process
-    // alone is passed on if the child is still running a second later.
-    let mut asked: Option<Instant> = None;
     let mut passed_on = false;
     let status = loop {
         if let Some(status) = child.try_wait().map_err(failed)? {
             break status;
         }
         if stop::requested() && !passed_on {
-            let since = *asked.get_or_insert_with(Instant::now);
-            if since.elapsed().as_millis() >= 1000 {
-                let _ = std::process::Command::new("kill")
-                    .args(["-INT", &child.id().to_string()])
-                    .status();
-                passed_on = true;
-            }
+            // SAFETY: `killpg` reads no memory; the group is the child's, whose leader
+            // (the child, not yet reaped) keeps its id from being reused.
+            unsafe { libc::killpg(child.id() as libc::pid_t, libc::SIGINT) };
+            passed_on = true;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let why = std::fs::read_to_string(&why_file).ok();
     let _ = std::fs::remove_file(&why_file);
+    use std::os::unix::process::ExitStatusExt;
     match status.code() {
         Some(0) => Ok(()),
         Some(130) => Err(Error::Interrupted),
-        _ if stop::requested() => Err(Error::Interrupted),
+        None if stop::requested() && status.signal() == Some(libc::SIGINT) => {
+            Err(Error::Interrupted)
+        }
         code => {
             let how = code.map_or_else(
-                || {
-                    use std::os::unix::process::ExitStatusExt;
-                    format!("killed by signal {}", status.signal().unwrap_or(0))
-                },
+                || format!("killed by signal {}", status.signal().unwrap_or(0)),
                 |c| format!("exit status {c}"),
             );
             Err(Error::Run(match why {
@@ -423,6 +445,10 @@ pub const TEST_FAIL_ENV: &str = "HANDOFF_TEST_FAIL";
 
 /// The failure [`TEST_FAIL_ENV`] asks of experiment `name`, if any.
 pub fn failure_asked(name: &str) -> Result<()> {
+    // Only inside `runner all`, which names a failure file.
+    if std::env::var_os(FAILURE_FILE_ENV).is_none() {
+        return Ok(());
+    }
     match std::env::var(TEST_FAIL_ENV) {
         Ok(n) if n == name => Err(Error::Run(format!(
             "failed on purpose ({TEST_FAIL_ENV}={name})"
@@ -468,10 +494,17 @@ fn replace_folder(from: &Path, to: &Path, keep: bool) -> Result<()> {
         |e: std::io::Error| Error::Output(format!("moving the results to {}: {e}", to.display()));
     if to.exists() && keep {
         let previous = to.with_file_name(previous_name(to));
-        if previous.exists() {
-            std::fs::remove_dir_all(&previous).map_err(fail)?;
+        let complete = |dir: &Path| !dir.join(report::INCOMPLETE).exists();
+        if previous.exists() && complete(&previous) && !complete(to) {
+            // Two incomplete runs in a row: the last complete run stays the previous
+            // one, and the older incomplete run gives way.
+            std::fs::remove_dir_all(to).map_err(fail)?;
+        } else {
+            if previous.exists() {
+                std::fs::remove_dir_all(&previous).map_err(fail)?;
+            }
+            std::fs::rename(to, &previous).map_err(fail)?;
         }
-        std::fs::rename(to, &previous).map_err(fail)?;
         std::fs::rename(from, to).map_err(fail)?;
     } else if to.exists() {
         let old = to.with_file_name(format!(
@@ -600,6 +633,33 @@ mod tests {
         assert!(total(Scale::Quick) < total(Scale::Default));
         assert!(total(Scale::Smoke) < total(Scale::Quick));
         assert!(total(Scale::Default) <= total(Scale::Full));
+    }
+
+    #[test]
+    fn an_incomplete_run_keeps_the_last_complete_one_as_previous() {
+        let dir = tempfile::tempdir().unwrap();
+        let to = dir.path().join("tag");
+        let previous = dir.path().join("tag.previous");
+        let run = |name: &str, complete: bool| {
+            let from = dir.path().join(name);
+            std::fs::create_dir_all(&from).unwrap();
+            std::fs::write(from.join("run"), name).unwrap();
+            if !complete {
+                std::fs::write(from.join(report::INCOMPLETE), "{}").unwrap();
+            }
+            replace_folder(&from, &to, !complete).unwrap();
+        };
+        let read = |d: &Path| std::fs::read_to_string(d.join("run")).unwrap();
+        run("a", true);
+        run("b", false);
+        assert_eq!((read(&to), read(&previous)), ("b".into(), "a".into()));
+        // A second incomplete run: the complete one stays the previous.
+        run("c", false);
+        assert_eq!((read(&to), read(&previous)), ("c".into(), "a".into()));
+        // An incomplete run after a complete one: that one becomes the previous.
+        run("d", true);
+        run("e", false);
+        assert_eq!((read(&to), read(&previous)), ("e".into(), "d".into()));
     }
 
     #[test]

@@ -277,6 +277,16 @@ impl Launch {
         if let Some(d) = program.get_current_dir() {
             c.current_dir(d);
         }
+        // The launcher dies with the runner (a runner killed or timed out must not leave
+        // a redis-server running beside the next experiments); the program dies with
+        // the launcher. The caller waits for the launcher on the thread that spawns it.
+        // SAFETY: `getpid` has no preconditions.
+        let runner = unsafe { libc::getpid() };
+        // SAFETY: as in `launcher`: the closure makes two async-signal-safe system calls
+        // in the forked child, allocates nothing and takes no lock.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut c, move || die_with(runner));
+        }
         for (k, v) in program.get_envs() {
             match (k == "LD_PRELOAD", v) {
                 (true, Some(v)) => c.env(PRELOAD_ENV, v),
@@ -307,11 +317,16 @@ impl Launch {
         let text = match std::fs::read_to_string(&self.report) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                use std::os::unix::process::ExitStatusExt;
+                let why = if status.signal().is_some() {
+                    "the launcher was killed, and the program with it"
+                } else {
+                    "the launcher could not write it: its message is above"
+                };
                 return Err(Error::Run(format!(
                     "{who}: its launcher ended ({status}) without a report, so the program's \
-                     CPU time and peak memory are unknown (the launcher was killed, and the \
-                     program with it)"
-                )))
+                     CPU time and peak memory are unknown ({why})"
+                )));
             }
             Err(e) => {
                 return Err(Error::Run(format!(

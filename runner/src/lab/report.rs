@@ -74,13 +74,32 @@ pub fn load(dir: &Path) -> Result<Vec<Value>> {
     Ok(out)
 }
 
-/// The section naming the experiments of an incomplete run.
-fn unfinished(s: &mut String, inc: &Value) {
+/// The section naming the experiments of an incomplete run, but those whose results
+/// are in the folder now (run again into it since).
+fn unfinished(s: &mut String, inc: &Value, results: &[Value]) {
+    let here = |name: &str| results.iter().any(|r| r["experiment"] == name);
+    let listed = |key: &str| -> Vec<Value> {
+        inc[key]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .filter(|v| {
+                let name = if v.is_string() { v } else { &v["experiment"] };
+                !here(str_of(name))
+            })
+            .cloned()
+            .collect()
+    };
+    let (failed, not_run) = (listed("failed"), listed("not_run"));
+    if failed.is_empty() && not_run.is_empty() {
+        return;
+    }
     let _ = writeln!(
         s,
         "## Incomplete run\n\nNot every experiment finished; this report holds those that did. `runner all` exited non-zero.\n"
     );
-    for f in inc["failed"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+    for f in &failed {
         let _ = writeln!(
             s,
             "* `{}` failed: {}",
@@ -88,7 +107,7 @@ fn unfinished(s: &mut String, inc: &Value) {
             str_of(&f["why"]).replace('\n', " ")
         );
     }
-    for n in inc["not_run"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+    for n in &not_run {
         let _ = writeln!(
             s,
             "* `{}` did not run: the run stopped before it",
@@ -179,7 +198,7 @@ pub fn render(results: &[Value], incomplete: Option<&Value>) -> String {
         );
     }
     if let Some(inc) = incomplete {
-        unfinished(&mut s, inc);
+        unfinished(&mut s, inc, results);
     }
     lacking(&mut s, results);
     let _ = writeln!(s, "## Verdicts\n");
@@ -677,6 +696,60 @@ fn verdict_changes(a: &[Value], b: &[Value]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_report_names_what_did_not_finish_until_it_is_run_again() {
+        let inc = serde_json::json!({
+            "failed": [{"experiment": "programs", "why": "exit status 1"}],
+            "not_run": ["alloc"],
+        });
+        let queue = serde_json::json!({ "experiment": "queue", "env": {} });
+        let text = render(std::slice::from_ref(&queue), Some(&inc));
+        assert!(text.contains("## Incomplete run"), "{text}");
+        assert!(
+            text.contains("* `programs` failed: exit status 1"),
+            "{text}"
+        );
+        assert!(text.contains("* `alloc` did not run"), "{text}");
+        // Both run again into the folder since: nothing is left to name.
+        let again = [
+            queue,
+            serde_json::json!({ "experiment": "programs", "env": {} }),
+            serde_json::json!({ "experiment": "alloc", "env": {} }),
+        ];
+        let text = render(&again, Some(&inc));
+        assert!(!text.contains("Incomplete run"), "{text}");
+    }
+
+    #[test]
+    fn the_report_lists_what_is_not_installed_once_each() {
+        let r = serde_json::json!({
+            "experiment": "alloc", "env": {},
+            "variants": [
+                {"name": "tcmalloc", "unavailable": "apt-get install libgoogle-perftools-dev"},
+                {"name": "tcmalloc", "mode": "b", "unavailable": "apt-get install libgoogle-perftools-dev"},
+                {"name": "hoard", "unavailable": "not asked"},
+            ],
+            "claims": [{"verdict": "not measured", "reason": "valgrind is not installed (apt-get install valgrind)"}],
+        });
+        let text = render(&[r], None);
+        let start = text.find("## Not installed here").expect("the section");
+        let end = text[start..]
+            .find("## Verdicts")
+            .expect("the section's end")
+            + start;
+        let section = &text[start..end];
+        assert_eq!(
+            section.matches("libgoogle-perftools-dev").count(),
+            1,
+            "{section}"
+        );
+        assert!(
+            section.contains("* `alloc`: valgrind is not installed"),
+            "{section}"
+        );
+        assert!(!section.contains("not asked"), "{section}");
+    }
 
     #[test]
     fn a_folder_of_several_revisions_names_each() {

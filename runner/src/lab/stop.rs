@@ -25,18 +25,26 @@ pub fn check() -> super::error::Result<()> {
     }
 }
 
-/// Installs the Ctrl-C handler (once per process; later calls do nothing).
+/// Installs the Ctrl-C handler of one experiment (once per process; later calls do
+/// nothing).
 pub fn install() {
+    install_with(
+        "interrupted: finishing the run in flight, then exiting without writing results",
+        "interrupted again: exiting now; no results written",
+    );
+}
+
+/// Installs the Ctrl-C handler with its two messages: the first press's (the process
+/// stops at its next check) and the second's (it exits at once, status 130).
+pub fn install_with(first: &'static str, second: &'static str) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let _ = ctrlc::set_handler(|| {
+        let _ = ctrlc::set_handler(move || {
             if STOP.swap(1, Ordering::Relaxed) != 0 {
-                eprintln!("\ninterrupted again: exiting now; no results written");
+                eprintln!("\n{second}");
                 std::process::exit(130);
             }
-            eprintln!(
-                "\ninterrupted: finishing the run in flight, then exiting without writing results"
-            );
+            eprintln!("\n{first}");
         });
     });
 }
