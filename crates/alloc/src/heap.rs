@@ -366,6 +366,9 @@ pub(crate) struct Bin {
     pub(crate) depot_len: UnsafeCell<usize>,
     /// Depot entries backed by committed memory.
     depot_committed: UnsafeCell<usize>,
+    /// The lowest length the depot has had since its thread claimed the heap: the
+    /// entries below it were not used by that thread (`offer_spares`).
+    pub(crate) depot_low: UnsafeCell<usize>,
     /// The depot's entries below this index have not left it since `settled_since`
     /// (the lowest length the depot has had since then); `release::sort_new` sorts
     /// only the entries above it.
@@ -420,6 +423,7 @@ impl Bin {
         Bin {
             depot_len: UnsafeCell::new(0),
             depot_committed: UnsafeCell::new(0),
+            depot_low: UnsafeCell::new(0),
             depot_settled: UnsafeCell::new(0),
             settled_since: UnsafeCell::new(0),
             depot_released: UnsafeCell::new(0),
@@ -455,6 +459,8 @@ impl Bin {
             *settled = (*settled).min(len);
             let released = &mut *self.depot_released.get();
             *released = (*released).min(len);
+            let low = &mut *self.depot_low.get();
+            *low = (*low).min(len);
         }
     }
 }
@@ -770,6 +776,15 @@ impl Heap {
                     return p;
                 }
             }
+            // Or blocks another heap's exited thread left spare.
+            if class_size(c) >= SPARE_MIN && self.index() != 0 {
+                // SAFETY: as above; no allocator lock is held here (the shared heap,
+                // whose callers hold its lock, does not look).
+                let p = unsafe { self.take_spares(c) };
+                if !p.is_null() {
+                    return p;
+                }
+            }
             // SAFETY: the caller owns the heap and the arena is reserved.
             unsafe { self.carve(c, want) };
         }
@@ -872,6 +887,9 @@ pub(crate) static TAKEN_RETURNED: AtomicU64 = AtomicU64::new(0);
 
 mod orphans;
 use orphans::{any_orphan, any_returned, note_remote};
+mod spare;
+use spare::SPARE_MIN;
+pub(crate) use spare::{spare_blocks, TAKEN_SPARES};
 
 // ---- the thread's binding --------------------------------------------------------
 
@@ -1031,6 +1049,8 @@ fn claim(l: &Local) -> Option<&'static Heap> {
         // Relaxed: a figure for statistics.
         h.owners.fetch_add(1, Ordering::Relaxed);
         crate::release::note_claimed(h.index());
+        // SAFETY: this thread has just taken the heap.
+        unsafe { h.note_claim() };
         bind(l, h);
         // A thread's start is a moment to give back the memory of heaps left idle.
         crate::release::release_idle(crate::release::DECAY_NS);
@@ -1064,6 +1084,7 @@ fn with_shared<R>(f: impl FnOnce(&Heap) -> R) -> R {
 pub(crate) fn fork_locks(f: &mut impl FnMut(&'static Lock)) {
     f(&ARENA_LOCK);
     f(&SHARED_LOCK);
+    spare::fork_locks(f);
 }
 
 // ---- the slow paths --------------------------------------------------------------

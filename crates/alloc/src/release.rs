@@ -84,7 +84,7 @@ pub(crate) unsafe fn on_remote_free(owner: usize, c: usize, p: *mut u8) {
 /// The range is committed arena memory whose contents nobody needs and that no other
 /// thread can reach (free blocks, or memory past every block cut, of a heap the caller
 /// owns or of a block only it holds).
-unsafe fn release_pages_within(base: *mut u8, lo: usize, hi: usize) {
+pub(crate) unsafe fn release_pages_within(base: *mut u8, lo: usize, hi: usize) {
     let from = base.addr().wrapping_add(lo).next_multiple_of(os::PAGE);
     let to = base.addr().wrapping_add(hi) & !(os::PAGE - 1);
     if to > from {

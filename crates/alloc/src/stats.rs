@@ -78,6 +78,11 @@ pub struct Stats {
     /// to another heap (owned or not) and its thread had not taken yet, rather than cut
     /// new ones.
     pub returned_taken: u64,
+    /// Free blocks of the big classes that exited threads left beyond a refill,
+    /// offered to every heap (their pages given back), now.
+    pub spare_blocks: u64,
+    /// Spare blocks heaps took before cutting new ones.
+    pub spare_taken: u64,
     /// Blocks so taken from the depots of heaps nobody owns (those taken from their
     /// remote stacks are counted as remote frees), ever.
     pub orphan_blocks_lent: u64,
@@ -193,6 +198,8 @@ pub fn stats() -> Stats {
     s.spill_chunks = spill::CHUNKS.load(Ordering::Relaxed);
     s.orphan_borrows = heap::BORROWS.load(Ordering::Relaxed);
     s.returned_taken = heap::TAKEN_RETURNED.load(Ordering::Relaxed);
+    s.spare_blocks = heap::spare_blocks();
+    s.spare_taken = heap::TAKEN_SPARES.load(Ordering::Relaxed);
     s.released_bytes = release::RELEASED_BYTES.load(Ordering::Relaxed);
     s.release_calls = release::RELEASE_CALLS.load(Ordering::Relaxed);
     s.purges = release::PURGES.load(Ordering::Relaxed);

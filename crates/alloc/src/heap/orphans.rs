@@ -124,6 +124,9 @@ impl Heap {
         unsafe {
             self.flush_outboxes();
             self.retire_all(crate::release::now_ns());
+            for c in 0..NUM_CLASSES {
+                self.offer_spares(c);
+            }
             self.flush_outboxes();
         }
         crate::release::note_given_up(self.index());
@@ -271,7 +274,7 @@ impl Heap {
     /// # Safety
     /// The caller owns this heap and its inbox of class `c` is empty; nobody else can
     /// reach the chain, whose links are visible to this thread.
-    unsafe fn adopt(&self, c: usize, chain: *mut u8) -> *mut u8 {
+    pub(super) unsafe fn adopt(&self, c: usize, chain: *mut u8) -> *mut u8 {
         // SAFETY: the caller's contract; `next_checked` checks each block before its
         // link is read.
         unsafe {
