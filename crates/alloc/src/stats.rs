@@ -84,7 +84,8 @@ pub struct Stats {
     /// Spare blocks heaps took before cutting new ones.
     pub spare_taken: u64,
     /// Blocks so taken from the depots of heaps nobody owns (those taken from their
-    /// remote stacks are counted as remote frees), ever.
+    /// remote stacks are counted as remote frees), and blocks moved from a depot to the
+    /// spare blocks, ever.
     pub orphan_blocks_lent: u64,
     /// Arena memory given back to the system with `MADV_DONTNEED`, ever: at thread
     /// exit, from heaps left idle, by live threads' purges, by [`trim`](crate::trim), and from big blocks freed

@@ -75,8 +75,11 @@ impl Heap {
     /// At its thread's exit: moves the depot entries of class `c` that the thread never
     /// used (those below the lowest length the depot had since the thread claimed the
     /// heap: stock an earlier thread left, more than this one needed) into the spare
-    /// blocks, as far as they have room, giving back their pages. What the thread used
-    /// stays for the heap's next thread, warm. Classes below [`SPARE_MIN`] keep theirs.
+    /// blocks, as far as they have room, giving back their pages (those that do not fit
+    /// stay, their pages given back too). What the thread used stays for the heap's
+    /// next thread, warm. "Never used" is by position: the purge sorts the depot's newer
+    /// entries, which may move a few used blocks below that length and unused ones
+    /// above it. Classes below [`SPARE_MIN`] keep theirs.
     ///
     /// # Safety
     /// The caller owns this heap (not the shared one) and no reference into the class's
@@ -96,24 +99,26 @@ impl Heap {
         let start = self.region_start(c);
         let me = (self.index() as u64) << 32;
         let depot = self.depot(c);
+        // Their pages go back first, outside the pool's lock (they are still only this
+        // heap's, and nobody uses them); those below `depot_released` went back already.
+        // SAFETY: the owner alone touches the depot's counters.
+        let released = unsafe { *bin.depot_released.get() };
+        for k in released.min(unused)..unused {
+            // SAFETY: entries below the depot's length are committed and initialised,
+            // and only this thread touches them; each is a free block of this heap and
+            // class that nobody uses.
+            unsafe {
+                let offset = depot.add(k).read();
+                crate::release::release_pages_within(start.wrapping_add(offset as usize), 0, size);
+            }
+        }
         let moved = SPARES[c].with(|s| {
             let take = unused.min(SLOTS - s.len);
             for k in 0..take {
-                // SAFETY: entries below the depot's length are committed and
-                // initialised, and only this thread touches them.
+                // SAFETY: as above.
                 let offset = unsafe { depot.add(k).read() };
                 s.at[s.len] = me | u64::from(offset);
                 s.len += 1;
-                // The pages go back before another heap can take the block (the lock
-                // is held): nobody uses them.
-                // SAFETY: a free block of this heap and class that nobody uses.
-                unsafe {
-                    crate::release::release_pages_within(
-                        start.wrapping_add(offset as usize),
-                        0,
-                        size,
-                    )
-                };
             }
             // Relaxed: a hint.
             ANY[c].store(s.len as u32, Ordering::Relaxed);
