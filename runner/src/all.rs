@@ -198,13 +198,16 @@ pub fn run(plan: AllPlan) -> Result<()> {
                 .map_err(|e| Error::Output(format!("writing {}: {e}", report::REPORT)))
         })
         .and_then(|()| replace_folder(&plan.staging, &plan.folder, incomplete.is_some()));
-    if let Err(e) = place {
-        // The results stay where they are, named in the message.
-        return Err(Error::Output(format!(
-            "{e}; the results of the experiments that finished are in {}",
-            plan.staging.display()
-        )));
-    }
+    let kept_earlier = match place {
+        Ok(kept) => kept,
+        Err(e) => {
+            // The results stay where they are, named in the message.
+            return Err(Error::Output(format!(
+                "{e}; the results of the experiments that finished are in {}",
+                plan.staging.display()
+            )));
+        }
+    };
     let n = plan.runs.len();
     let kept_in = |why: &str| {
         format!(
@@ -221,20 +224,9 @@ pub fn run(plan: AllPlan) -> Result<()> {
         );
         return Ok(());
     }
-    let kept = if plan
-        .folder
-        .with_file_name(previous_name(&plan.folder))
-        .exists()
-    {
-        format!(
-            " (the earlier run's folder is kept as {})",
-            plan.folder
-                .with_file_name(previous_name(&plan.folder))
-                .display()
-        )
-    } else {
-        String::new()
-    };
+    let kept = kept_earlier.map_or(String::new(), |p| {
+        format!(" (the earlier run's folder is kept as {})", p.display())
+    });
     eprintln!(
         "\n{} of {n} experiments finished; their results and the report naming the others are in {}{kept}",
         outcome.finished,
@@ -346,17 +338,15 @@ fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
 /// what is wrong if not (it then counts as failed, and the others' report is still
 /// written).
 fn written(dir: &Path, name: &str) -> Result<()> {
-    let path = dir.join(format!("{name}.json"));
-    let bad = |why: String| Error::Output(format!("its results file {name}.json: {why}"));
-    let text = std::fs::read_to_string(&path).map_err(|e| bad(e.to_string()))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    crate::lab::schema::check(&v).map_err(|e| {
-        bad(format!(
-            "not a results file of schema {}: {e}",
-            crate::lab::schema::SCHEMA
-        ))
-    })
+    match report::read_results(&dir.join(format!("{name}.json"))) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(Error::Output(format!(
+            "its file {name}.json is not a results file"
+        ))),
+        Err(why) => Err(Error::Output(format!(
+            "its results file {name}.json: {why}"
+        ))),
+    }
 }
 
 /// The environment variable naming the file where an experiment that `runner all`
@@ -488,24 +478,29 @@ fn previous_name(folder: &Path) -> String {
 }
 
 /// Moves `from` to `to`, replacing a folder an earlier run left there; with `keep`, that
-/// folder is kept as `<to>.previous` (replacing an older one) instead of removed.
-fn replace_folder(from: &Path, to: &Path, keep: bool) -> Result<()> {
+/// folder is kept as `<to>.previous` (replacing an older one) instead of removed, unless
+/// it is incomplete and `<to>.previous` complete. Where the earlier folder was kept, if
+/// it was.
+fn replace_folder(from: &Path, to: &Path, keep: bool) -> Result<Option<PathBuf>> {
     let fail =
         |e: std::io::Error| Error::Output(format!("moving the results to {}: {e}", to.display()));
     if to.exists() && keep {
         let previous = to.with_file_name(previous_name(to));
         let complete = |dir: &Path| !dir.join(report::INCOMPLETE).exists();
-        if previous.exists() && complete(&previous) && !complete(to) {
+        let kept = if previous.exists() && complete(&previous) && !complete(to) {
             // Two incomplete runs in a row: the last complete run stays the previous
             // one, and the older incomplete run gives way.
             std::fs::remove_dir_all(to).map_err(fail)?;
+            None
         } else {
             if previous.exists() {
                 std::fs::remove_dir_all(&previous).map_err(fail)?;
             }
             std::fs::rename(to, &previous).map_err(fail)?;
-        }
+            Some(previous)
+        };
         std::fs::rename(from, to).map_err(fail)?;
+        return Ok(kept);
     } else if to.exists() {
         let old = to.with_file_name(format!(
             ".{}.replaced-{}",
@@ -520,7 +515,7 @@ fn replace_folder(from: &Path, to: &Path, keep: bool) -> Result<()> {
     } else {
         std::fs::rename(from, to).map_err(fail)?;
     }
-    Ok(())
+    Ok(None)
 }
 
 fn clock(seconds: f64) -> String {
@@ -647,18 +642,18 @@ mod tests {
             if !complete {
                 std::fs::write(from.join(report::INCOMPLETE), "{}").unwrap();
             }
-            replace_folder(&from, &to, !complete).unwrap();
+            replace_folder(&from, &to, !complete).unwrap()
         };
         let read = |d: &Path| std::fs::read_to_string(d.join("run")).unwrap();
-        run("a", true);
-        run("b", false);
+        assert_eq!(run("a", true), None);
+        assert_eq!(run("b", false), Some(previous.clone()));
         assert_eq!((read(&to), read(&previous)), ("b".into(), "a".into()));
         // A second incomplete run: the complete one stays the previous.
-        run("c", false);
+        assert_eq!(run("c", false), None);
         assert_eq!((read(&to), read(&previous)), ("c".into(), "a".into()));
         // An incomplete run after a complete one: that one becomes the previous.
-        run("d", true);
-        run("e", false);
+        assert_eq!(run("d", true), None);
+        assert_eq!(run("e", false), Some(previous.clone()));
         assert_eq!((read(&to), read(&previous)), ("e".into(), "d".into()));
     }
 

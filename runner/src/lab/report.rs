@@ -11,6 +11,19 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// One results file, checked against the schema: `None` for JSON that is not a
+/// results file (no `schema` or `experiment`), else what is wrong with it.
+pub fn read_results(path: &Path) -> std::result::Result<Option<Value>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))?;
+    if v.get("schema").is_none() || v.get("experiment").is_none() {
+        return Ok(None);
+    }
+    schema::check(&v)
+        .map_err(|e| format!("not a results file of schema {}: {e}", schema::SCHEMA))?;
+    Ok(Some(v))
+}
+
 /// The report's file name.
 pub const REPORT: &str = "REPORT.md";
 
@@ -50,19 +63,11 @@ pub fn load(dir: &Path) -> Result<Vec<Value>> {
     paths.sort();
     let mut out = Vec::new();
     for p in paths {
-        let bad = |why: String| Error::Usage(format!("{}: {why}", p.display()));
-        let text = std::fs::read_to_string(&p).map_err(|e| bad(e.to_string()))?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-        if v.get("schema").is_none() || v.get("experiment").is_none() {
-            continue; // not a results file
+        if let Some(v) =
+            read_results(&p).map_err(|why| Error::Usage(format!("{}: {why}", p.display())))?
+        {
+            out.push(v);
         }
-        schema::check(&v).map_err(|e| {
-            bad(format!(
-                "not a results file of schema {}: {e}",
-                schema::SCHEMA
-            ))
-        })?;
-        out.push(v);
     }
     if out.is_empty() {
         return Err(Error::Usage(format!(
