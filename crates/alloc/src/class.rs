@@ -269,7 +269,8 @@ const _: () = {
 
 /// The first class slot of a heap's span that no class uses: the depots start there.
 pub const DEPOT_SLOT: usize = NUM_CLASSES;
-/// Alignment of each depot in the span, and the step its memory is committed in.
+/// Alignment of each depot in the span (its memory is committed a page at first, then
+/// doubling: `Heap::depot_room`).
 pub const DEPOT_CHUNK: usize = 64 << 10;
 /// Bytes of one depot entry: a block's offset in its region, which is below
 /// `2^REGION_BITS`.

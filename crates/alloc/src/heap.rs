@@ -59,11 +59,11 @@ const fn blocks_within(bytes: usize, most: u32) -> [u32; NUM_CLASSES] {
     }
     t
 }
-/// What a region commits first: a heap that uses a class for a few blocks commits
-/// little of it (a program whose threads come and go touches many heaps and classes).
-const FIRST_COMMIT: usize = 64 << 10;
-/// Each later commit is as big as the region's committed part, up to this step (and
-/// always enough for the next block).
+/// Each commit after a region's first (which is what the first refill's blocks need,
+/// in whole pages: a heap that uses a class for a few blocks commits little of it, and
+/// a program whose threads come and go touches many heaps and classes) is as big as
+/// the region's committed part, up to this step (and always enough for the blocks the
+/// refill cuts).
 const COMMIT: usize = 1 << 20;
 /// Once a region has this much committed, what it commits next is backed with memory
 /// at once (`os::populate`): a growing heap takes its page faults in bulk, off the
@@ -366,9 +366,6 @@ pub(crate) struct Bin {
     pub(crate) depot_len: UnsafeCell<usize>,
     /// Depot entries backed by committed memory.
     depot_committed: UnsafeCell<usize>,
-    /// The lowest length the depot has had since its thread claimed the heap: the
-    /// entries below it were not used by that thread (`offer_spares`).
-    pub(crate) depot_low: UnsafeCell<usize>,
     /// The depot's entries below this index have not left it since `settled_since`
     /// (the lowest length the depot has had since then); `release::sort_new` sorts
     /// only the entries above it.
@@ -423,7 +420,6 @@ impl Bin {
         Bin {
             depot_len: UnsafeCell::new(0),
             depot_committed: UnsafeCell::new(0),
-            depot_low: UnsafeCell::new(0),
             depot_settled: UnsafeCell::new(0),
             settled_since: UnsafeCell::new(0),
             depot_released: UnsafeCell::new(0),
@@ -459,8 +455,6 @@ impl Bin {
             *settled = (*settled).min(len);
             let released = &mut *self.depot_released.get();
             *released = (*released).min(len);
-            let low = &mut *self.depot_low.get();
-            *low = (*low).min(len);
         }
     }
 }
@@ -664,8 +658,17 @@ impl Heap {
             want <= geometry().depot_capacity(c),
             "free blocks outnumber the region's"
         );
-        let per_chunk = DEPOT_CHUNK / DEPOT_ENTRY;
-        let to = want.div_ceil(per_chunk) * per_chunk;
+        // Whole pages, at least twice what it had (a depot that holds a few entries
+        // commits a page, not a chunk: with 100 threads alive at once, each heap's
+        // depots of the classes it used committed 64 KiB each, 96 MB in all), within
+        // the chunks laid out for it.
+        let laid_out = geometry()
+            .depot_capacity(c)
+            .next_multiple_of(DEPOT_CHUNK / DEPOT_ENTRY);
+        let to = want
+            .max(*committed * 2)
+            .next_multiple_of(os::PAGE / DEPOT_ENTRY)
+            .min(laid_out);
         let at = self.depot(c).wrapping_add(*committed).cast::<u8>();
         let bytes = (to - *committed) * DEPOT_ENTRY;
         if !os::commit(at, bytes) {
@@ -822,8 +825,11 @@ impl Heap {
                 }
                 let committed = end.addr() - base.addr();
                 let need = (bump.addr() + size - end.addr()).next_multiple_of(os::PAGE);
+                // What the rest of this refill needs: the first commit's size.
+                let batch =
+                    (bump.addr() + size * (want - got) - end.addr()).next_multiple_of(os::PAGE);
                 let room = start.addr() + geometry().region_size() - end.addr();
-                let step = committed.clamp(FIRST_COMMIT, COMMIT).max(need).min(room);
+                let step = committed.min(COMMIT).max(batch).min(room);
                 if step < need {
                     break;
                 }
@@ -889,7 +895,7 @@ mod orphans;
 use orphans::{any_orphan, any_returned, note_remote};
 mod spare;
 use spare::SPARE_MIN;
-pub(crate) use spare::{spare_blocks, TAKEN_SPARES};
+pub(crate) use spare::{release_stale_spares, spare_blocks, TAKEN_SPARES};
 
 // ---- the thread's binding --------------------------------------------------------
 
@@ -1049,8 +1055,6 @@ fn claim(l: &Local) -> Option<&'static Heap> {
         // Relaxed: a figure for statistics.
         h.owners.fetch_add(1, Ordering::Relaxed);
         crate::release::note_claimed(h.index());
-        // SAFETY: this thread has just taken the heap.
-        unsafe { h.note_claim() };
         bind(l, h);
         // A thread's start is a moment to give back the memory of heaps left idle.
         crate::release::release_idle(crate::release::DECAY_NS);
@@ -1354,17 +1358,13 @@ mod tests {
                     "class {c}: page {c} of its region"
                 );
                 assert_eq!(p.addr() % class_align(c), 0, "class {c}: its alignment");
-                // The first commit starts at the first block's page: 64 KiB, or what
-                // the block needs.
+                // The first commit starts at the first block's page: what the block
+                // needs, in whole pages.
                 let base = h.region_start(c).addr() + c * CLASS_STAGGER;
                 // SAFETY: this thread owns `h`.
                 let end = unsafe { *h.bins[c].end.get() }.addr();
                 let need = (first_block(c) % os::PAGE + class_size(c)).next_multiple_of(os::PAGE);
-                assert_eq!(
-                    end - base,
-                    need.max(FIRST_COMMIT),
-                    "class {c}: first commit"
-                );
+                assert_eq!(end - base, need, "class {c}: first commit");
                 // SAFETY: this thread owns `h`; `p` is its block of class `c`, unused.
                 unsafe { h.free(c, p) };
                 checked += 1;

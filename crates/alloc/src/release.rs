@@ -176,6 +176,8 @@ pub(crate) fn note_claimed(h: usize) {
 pub(crate) fn release_idle(age: u64) -> usize {
     let mut done = 0;
     let now = now_ns();
+    // The spare blocks nobody took meanwhile give their pages back too.
+    crate::heap::release_stale_spares(now, age);
     for (word, bits) in PENDING.iter().enumerate() {
         let mut bits = bits.load(Ordering::Relaxed);
         while bits != 0 {
@@ -360,6 +362,8 @@ impl Heap {
         }
         // SAFETY: the caller owns the heap (borrowed blocks may have been forwarded).
         unsafe { self.flush_outboxes() };
+        // And the spare blocks nobody took, in a program whose threads stopped exiting.
+        crate::heap::release_stale_spares(now, DECAY_NS);
         // Relaxed: a figure for statistics.
         PURGES.fetch_add(1, Ordering::Relaxed);
     }

@@ -9,29 +9,43 @@
 //! threads ever needed at once: a maximum of small random demands that kept creeping
 //! up (the arena grew from 288 to 408 MB over 225 waves while the most blocks alive at
 //! once, summed over the classes, stayed at 58.6 MB). A heap's thread that exits now
-//! moves the stock it never used here, as offsets (no block is read or written), and
-//! gives its pages back; whoever runs out of the class takes a refill's worth before
-//! cutting new blocks.
+//! moves its stock beyond one refill here, as offsets (no block is read or written),
+//! and gives its pages back; whoever runs out of the class takes a refill's worth
+//! before cutting new blocks. What stays with each heap is then at most a refill per
+//! class, whoever claims it next.
 //! The blocks stay their heap's (their address says so): freed again, they go back to
 //! it as remote frees, counted as lent until then.
 //!
-//! Only classes of [`SPARE_MIN`] bytes or more: their blocks hold whole pages, given
-//! back when offered, so a spare costs no resident memory, and they are the classes
-//! whose few blocks per heap make the per-heap maximum creep most in bytes.
+//! Only classes of [`SPARE_MIN`] bytes or more: each of their blocks holds at least one
+//! whole page (half or more of its bytes), given back when offered, so a spare costs
+//! little resident memory, and they are the classes whose few blocks per heap make the
+//! per-heap maximum creep most in bytes. (Smaller blocks share pages: offered, they
+//! would keep them resident where no purge looks.)
 
 use super::*;
 use crate::lock::Locked;
 
 /// The smallest class whose blocks are offered.
-pub(super) const SPARE_MIN: usize = 16 << 10;
+pub(super) const SPARE_MIN: usize = 8 << 10;
 
 /// Spare blocks kept per class at most.
 const SLOTS: usize = 1024;
 
-/// One class's spare blocks: `(heap << 32) | offset in its region` each.
+/// An entry's flag: the block's pages were given back (since it was last used).
+const RELEASED: u64 = 1 << 63;
+
+/// One class's spare blocks: `(heap << 32) | offset in its region` each, with
+/// [`RELEASED`] set once its pages went back. A stack: offers push, takes pop.
 pub(super) struct Spares {
     len: usize,
     at: [u64; SLOTS],
+    /// The entries below this index have not moved since `since` (the lowest length
+    /// the stack has had since then).
+    settled: usize,
+    since: u64,
+    /// While their pages go back (outside the lock), the entries below this index are
+    /// nobody's to take; 0 otherwise.
+    busy: usize,
 }
 
 /// Per class, its spare blocks.
@@ -39,11 +53,18 @@ static SPARES: [Locked<Spares>; NUM_CLASSES] = [const {
     Locked::new(Spares {
         len: 0,
         at: [0; SLOTS],
+        settled: 0,
+        since: 0,
+        busy: 0,
     })
 }; NUM_CLASSES];
 
 /// Whether some blocks of class `c` may be spare (a hint: the lock decides).
 static ANY: [AtomicU32; NUM_CLASSES] = [const { AtomicU32::new(0) }; NUM_CLASSES];
+
+/// When the spare blocks were last looked at for pages to give back
+/// ([`release_stale_spares`]).
+static AGED_AT: AtomicU64 = AtomicU64::new(0);
 
 /// Every class's lock, for the fork handlers.
 pub(super) fn fork_locks(f: &mut impl FnMut(&'static Lock)) {
@@ -60,26 +81,22 @@ pub(crate) fn spare_blocks() -> u64 {
 }
 
 impl Heap {
-    /// When a thread claims this heap: every class's depot is whole, nothing of it used
-    /// by this thread yet.
+    /// At its thread's exit: moves the depot entries of class `c` beyond one refill's
+    /// worth (the top of the depot: its lowest addresses once sorted, what the heap's
+    /// next thread takes first, without a lock) into the spare blocks, as far as they
+    /// have room (those that do not fit stay). Their pages stay as they are: a block
+    /// just used is taken warm by the next thread that needs one, and the pages of
+    /// spares nobody takes go back after [`DECAY_NS`](crate::release::DECAY_NS)
+    /// ([`release_stale_spares`]). Classes below [`SPARE_MIN`] keep theirs.
     ///
-    /// # Safety
-    /// The calling thread has just taken this heap.
-    pub(super) unsafe fn note_claim(&self) {
-        for bin in &self.bins {
-            // SAFETY: the owner alone touches the depot's counters.
-            unsafe { *bin.depot_low.get() = *bin.depot_len.get() };
-        }
-    }
-
-    /// At its thread's exit: moves the depot entries of class `c` that the thread never
-    /// used (those below the lowest length the depot had since the thread claimed the
-    /// heap: stock an earlier thread left, more than this one needed) into the spare
-    /// blocks, as far as they have room, giving back their pages (those that do not fit
-    /// stay, their pages given back too). What the thread used stays for the heap's
-    /// next thread, warm. "Never used" is by position: the purge sorts the depot's newer
-    /// entries, which may move a few used blocks below that length and unused ones
-    /// above it. Classes below [`SPARE_MIN`] keep theirs.
+    /// Why all beyond a refill, used or not: whatever a heap keeps, only the thread
+    /// that next claims it can use, and with many threads alive at once each heap's
+    /// stock is stranded while the others cut new blocks. Until 2026-11-29 only the
+    /// entries the exiting thread never used were offered (what it used stayed, warm,
+    /// for its heap's next thread), and their pages went back at once: with 100
+    /// workers alive together, the wave test's arena still grew 15-40 MB from wave 100
+    /// to 300 (3-8 MB now), and a thread that left its stock spare for the next one
+    /// (before this change kept in its heap) would have had every page fault again.
     ///
     /// # Safety
     /// The caller owns this heap (not the shared one) and no reference into the class's
@@ -91,33 +108,24 @@ impl Heap {
         }
         let bin = &self.bins[c];
         // SAFETY: the owner alone touches the depot and its counters.
-        let (len, low) = unsafe { (&mut *bin.depot_len.get(), *bin.depot_low.get()) };
-        let unused = low.min(*len);
+        let len = unsafe { &mut *bin.depot_len.get() };
+        let unused = len.saturating_sub(REFILL_BATCH[c] as usize);
         if unused == 0 {
             return;
         }
-        let start = self.region_start(c);
         let me = (self.index() as u64) << 32;
         let depot = self.depot(c);
-        // Their pages go back first, outside the pool's lock (they are still only this
-        // heap's, and nobody uses them); those below `depot_released` went back already.
         // SAFETY: the owner alone touches the depot's counters.
         let released = unsafe { *bin.depot_released.get() };
-        for k in released.min(unused)..unused {
-            // SAFETY: entries below the depot's length are committed and initialised,
-            // and only this thread touches them; each is a free block of this heap and
-            // class that nobody uses.
-            unsafe {
-                let offset = depot.add(k).read();
-                crate::release::release_pages_within(start.wrapping_add(offset as usize), 0, size);
-            }
-        }
         let moved = SPARES[c].with(|s| {
             let take = unused.min(SLOTS - s.len);
             for k in 0..take {
-                // SAFETY: as above.
+                // SAFETY: entries below the depot's length are committed and
+                // initialised, and only this thread touches them; those below
+                // `depot_released` had their pages given back.
                 let offset = unsafe { depot.add(k).read() };
-                s.at[s.len] = me | u64::from(offset);
+                let flag = if k < released { RELEASED } else { 0 };
+                s.at[s.len] = me | u64::from(offset) | flag;
                 s.len += 1;
             }
             // Relaxed: a hint.
@@ -138,7 +146,6 @@ impl Heap {
             *settled = settled.saturating_sub(moved);
             let released = &mut *bin.depot_released.get();
             *released = released.saturating_sub(moved);
-            *bin.depot_low.get() = 0;
         }
         sub(&bin.listed, moved as u64);
         add(&bin.lent, moved as u64);
@@ -162,8 +169,9 @@ impl Heap {
         // the rest from every other heap that needs one.
         let want = (REFILL_BATCH[c] as usize).min(got.len());
         let n = SPARES[c].with(|s| {
-            let n = s.len.min(want);
+            let n = (s.len - s.busy).min(want);
             s.len -= n;
+            s.settled = s.settled.min(s.len);
             got[..n].copy_from_slice(&s.at[s.len..s.len + n]);
             // Relaxed: a hint.
             ANY[c].store(s.len as u32, Ordering::Relaxed);
@@ -176,10 +184,7 @@ impl Heap {
         // each is about to be handed out (its first page comes back as it is written).
         let mut chain: *mut u8 = ptr::null_mut();
         for &e in got[..n].iter().rev() {
-            let heap = &HEAP[(e >> 32) as usize];
-            let p = heap
-                .region_start(c)
-                .wrapping_add((e & 0xffff_ffff) as usize);
+            let p = block_of(c, e);
             // SAFETY: a free block of class `c`, taken from the spares under their
             // lock: only this thread holds it.
             unsafe { set_next(p, chain) };
@@ -191,6 +196,81 @@ impl Heap {
         // blocks of class `c`, linked by this thread.
         unsafe { self.adopt(c, chain) }
     }
+}
+
+/// The block a spare entry of class `c` names.
+fn block_of(c: usize, e: u64) -> *mut u8 {
+    let heap = &HEAP[((e & !RELEASED) >> 32) as usize];
+    heap.region_start(c)
+        .wrapping_add((e & 0xffff_ffff) as usize)
+}
+
+/// Gives back the pages of the spare blocks nobody has taken for `age` nanoseconds and
+/// whose pages have not gone back yet (with `age` 0, of every spare block), class by
+/// class; with `age` above 0, at most once per `age` over all threads. Called when
+/// threads start and exit, by live threads' purges and by [`trim`](crate::trim).
+pub(crate) fn release_stale_spares(now: u64, age: u64) {
+    if age > 0 {
+        // Relaxed: a hint; the pool's lock decides what goes back.
+        let at = AGED_AT.load(Ordering::Relaxed);
+        if now.wrapping_sub(at) < age
+            || AGED_AT
+                .compare_exchange(at, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+    }
+    for c in 0..NUM_CLASSES {
+        if class_size(c) >= SPARE_MIN && ANY[c].load(Ordering::Relaxed) != 0 {
+            release_stale_class(c, now, age);
+        }
+    }
+}
+
+/// [`release_stale_spares`] for class `c`: the entries that have not moved for `age`
+/// are set aside (nobody takes them meanwhile), their pages given back outside the lock
+/// a few at a time, then set free again.
+fn release_stale_class(c: usize, now: u64, age: u64) {
+    let hi = SPARES[c].with(|s| {
+        if s.busy != 0 {
+            return 0; // another thread is at it
+        }
+        let hi = if age == 0 {
+            s.len
+        } else if now.wrapping_sub(s.since) >= age {
+            s.settled
+        } else {
+            return 0;
+        };
+        s.settled = s.len;
+        s.since = now;
+        s.busy = hi;
+        hi
+    });
+    if hi == 0 {
+        return;
+    }
+    let size = class_size(c);
+    let mut k = 0;
+    while k < hi {
+        let mut chunk = [0u64; 64];
+        let n = SPARES[c].with(|s| {
+            let n = (hi - k).min(chunk.len());
+            chunk[..n].copy_from_slice(&s.at[k..k + n]);
+            for e in &mut s.at[k..k + n] {
+                *e |= RELEASED;
+            }
+            n
+        });
+        for &e in chunk[..n].iter().filter(|&&e| e & RELEASED == 0) {
+            // SAFETY: a free block of class `c` among the spares below `busy`: nobody
+            // takes, reads or writes it until `busy` is cleared below.
+            unsafe { crate::release::release_pages_within(block_of(c, e), 0, size) };
+        }
+        k += n;
+    }
+    SPARES[c].with(|s| s.busy = 0);
 }
 
 /// Spare blocks taken (for statistics).
