@@ -43,6 +43,10 @@ fn this_thread() -> usize {
 pub(crate) trait LockSet {
     /// Calls `f` on each of the part's locks.
     fn each(f: impl FnMut(&'static Lock));
+
+    /// In the child after a fork, once the locks are free: forgets work that another
+    /// thread of the parent had under way outside the locks (none by default).
+    fn in_child() {}
 }
 
 /// One part's fork handlers, registered once ([`Handlers::register`]).
@@ -117,4 +121,5 @@ extern "C" fn child<L: LockSet>() {
     // SAFETY: `prepare` took them all, so no thread was inside any at the fork, and
     // the child has no other thread.
     L::each(|l| unsafe { l.reset() });
+    L::in_child();
 }

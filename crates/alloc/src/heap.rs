@@ -1091,6 +1091,11 @@ pub(crate) fn fork_locks(f: &mut impl FnMut(&'static Lock)) {
     spare::fork_locks(f);
 }
 
+/// In a forked child, once every lock is free (see [`fork_locks`]).
+pub(crate) fn in_fork_child() {
+    spare::in_fork_child();
+}
+
 // ---- the slow paths --------------------------------------------------------------
 
 /// Allocates a block of class `c` when the fast path found none. Null when the arena

@@ -175,6 +175,10 @@ impl fork::LockSet for AllLocks {
         large::fork_locks(&mut f);
         spill::fork_locks(&mut f);
     }
+
+    fn in_child() {
+        heap::in_fork_child();
+    }
 }
 
 /// The allocator's fork handlers, registered once for every part together, before any

@@ -362,8 +362,12 @@ impl Heap {
         }
         // SAFETY: the caller owns the heap (borrowed blocks may have been forwarded).
         unsafe { self.flush_outboxes() };
-        // And the spare blocks nobody took, in a program whose threads stopped exiting.
-        crate::heap::release_stale_spares(now, DECAY_NS);
+        // And the spare blocks nobody took, in a program whose threads stopped exiting
+        // (not by the shared heap's thread, which holds that heap's lock: the
+        // allocator's locks are never nested).
+        if self.index() != 0 {
+            crate::heap::release_stale_spares(now, DECAY_NS);
+        }
         // Relaxed: a figure for statistics.
         PURGES.fetch_add(1, Ordering::Relaxed);
     }

@@ -78,8 +78,9 @@ pub struct Stats {
     /// to another heap (owned or not) and its thread had not taken yet, rather than cut
     /// new ones.
     pub returned_taken: u64,
-    /// Free blocks of the big classes that exited threads left beyond a refill,
-    /// offered to every heap (their pages given back), now.
+    /// Free blocks of the classes of 8 KiB and more that exited threads left beyond a
+    /// refill, offered to every heap, now (their pages go back once nobody has taken
+    /// them for a second).
     pub spare_blocks: u64,
     /// Spare blocks heaps took before cutting new ones.
     pub spare_taken: u64,

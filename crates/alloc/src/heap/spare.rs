@@ -8,19 +8,21 @@
 //! heap with the stock its last owner left), each heap kept, per class, the most its
 //! threads ever needed at once: a maximum of small random demands that kept creeping
 //! up (the arena grew from 288 to 408 MB over 225 waves while the most blocks alive at
-//! once, summed over the classes, stayed at 58.6 MB). A heap's thread that exits now
+//! once, summed over the classes, stayed at 58.6 MiB). A heap's thread that exits now
 //! moves its stock beyond one refill here, as offsets (no block is read or written),
-//! and gives its pages back; whoever runs out of the class takes a refill's worth
-//! before cutting new blocks. What stays with each heap is then at most a refill per
+//! its pages as they were; whoever runs out of the class takes a refill's worth before
+//! cutting new blocks, warm, and the pages of spares nobody takes for a second go back
+//! ([`release_stale_spares`]). What stays with each heap is then at most a refill per
 //! class, whoever claims it next.
 //! The blocks stay their heap's (their address says so): freed again, they go back to
 //! it as remote frees, counted as lent until then.
 //!
 //! Only classes of [`SPARE_MIN`] bytes or more: each of their blocks holds at least one
-//! whole page (half or more of its bytes), given back when offered, so a spare costs
-//! little resident memory, and they are the classes whose few blocks per heap make the
-//! per-heap maximum creep most in bytes. (Smaller blocks share pages: offered, they
-//! would keep them resident where no purge looks.)
+//! whole page (half or more of its bytes), given back once the spare has waited long
+//! enough, so a spare nobody wants costs little resident memory, and they are the
+//! classes whose few blocks per heap make the per-heap maximum creep most in bytes.
+//! (Smaller blocks share pages with their neighbours: spare, they would keep them
+//! resident.)
 
 use super::*;
 use crate::lock::Locked;
@@ -70,6 +72,15 @@ static AGED_AT: AtomicU64 = AtomicU64::new(0);
 pub(super) fn fork_locks(f: &mut impl FnMut(&'static Lock)) {
     for s in &SPARES {
         f(s.lock());
+    }
+}
+
+/// In a forked child: the spare blocks that a thread of the parent had set aside to
+/// give their pages back (`busy`) are free to take again; that thread is not there to
+/// finish.
+pub(super) fn in_fork_child() {
+    for s in &SPARES {
+        s.with(|s| s.busy = 0);
     }
 }
 
@@ -221,8 +232,8 @@ pub(crate) fn release_stale_spares(now: u64, age: u64) {
             return;
         }
     }
-    for c in 0..NUM_CLASSES {
-        if class_size(c) >= SPARE_MIN && ANY[c].load(Ordering::Relaxed) != 0 {
+    for (c, any) in ANY.iter().enumerate() {
+        if class_size(c) >= SPARE_MIN && any.load(Ordering::Relaxed) != 0 {
             release_stale_class(c, now, age);
         }
     }
