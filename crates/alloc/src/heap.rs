@@ -658,15 +658,15 @@ impl Heap {
             want <= geometry().depot_capacity(c),
             "free blocks outnumber the region's"
         );
-        // Whole pages, at least twice what it had (a depot that holds a few entries
-        // commits a page, not a chunk: with 100 threads alive at once, each heap's
-        // depots of the classes it used committed 64 KiB each, 96 MB in all), within
-        // the chunks laid out for it.
+        // Whole pages, at least twice what it had up to a step of `COMMIT` (a depot
+        // that holds a few entries commits a page, not a chunk: with 100 threads alive
+        // at once, each heap's depots of the classes it used committed 64 KiB each,
+        // 96 MB in all), within the chunks laid out for it.
         let laid_out = geometry()
             .depot_capacity(c)
             .next_multiple_of(DEPOT_CHUNK / DEPOT_ENTRY);
         let to = want
-            .max(*committed * 2)
+            .max(*committed + (*committed).min(COMMIT / DEPOT_ENTRY))
             .next_multiple_of(os::PAGE / DEPOT_ENTRY)
             .min(laid_out);
         let at = self.depot(c).wrapping_add(*committed).cast::<u8>();

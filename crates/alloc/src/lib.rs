@@ -31,8 +31,8 @@
 //! - **Half-exponent size classes**: 8, 16, 24, 32, 48, 64, 96, ... 262144 (256 KiB),
 //!   the class computed without a branch from the size's top two bits ([`class`]).
 //! - **The class and the owner are in the pointer.** The allocator reserves one 16 TiB
-//!   range of address space (committed as it is used, 64 KiB first and then in steps
-//!   of up to 1 MiB; once a region has 4 MiB, each new MiB is backed at once, its page
+//!   range of address space (committed as it is used, first what a refill needs and
+//!   then in steps of up to 1 MiB; once a region has 4 MiB, each new MiB is backed at once, its page
 //!   faults taken in one call rather
 //!   than on the allocation path). Every heap owns a
 //!   4 GiB region per class inside it, so the bits of a block's offset from the arena
@@ -53,7 +53,9 @@
 //!   destructor, which takes no loader lock and runs after every thread-local
 //!   destructor, so a plugin's threads and a thread whose first call is in a key
 //!   destructor are covered); the next thread to start
-//!   claims it, with its depots and memory, and reclaims the blocks freed to it in
+//!   claims it, with its depots and memory (of the classes of 8 KiB and more, one
+//!   refill's worth: the rest becomes spare blocks that any heap takes before cutting
+//!   new ones, their pages given back after a second unused), and reclaims the blocks freed to it in
 //!   between. Blocks live at exit and freed later by others are therefore never lost,
 //!   and they do not wait for that: a heap that runs out of a class, before it cuts new
 //!   memory, borrows up to 64 free blocks of it from a heap nobody owns: those other
@@ -226,8 +228,9 @@ pub fn flush() {
 /// free blocks cover in the calling thread's heap (its magazines and the blocks other
 /// threads returned to it are moved to its depots first), beyond 64 KiB, and in every
 /// heap whose thread has exited (which otherwise happens once such a heap has stayed
-/// unclaimed for a second, when another thread starts or exits), and the freed
-/// mappings kept for reuse. The blocks stay free and are used again; their pages fault
+/// unclaimed for a second, when another thread starts or exits), the spare blocks that
+/// exited threads left (otherwise once nobody has taken them for a second), and the
+/// freed mappings kept for reuse. The blocks stay free and are used again; their pages fault
 /// in again when they are. Returns how many heaps it went through.
 ///
 /// ```

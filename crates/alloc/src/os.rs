@@ -3,8 +3,9 @@
 
 use core::ptr;
 
-/// The page size of the allocator's arithmetic. Commits are whole MiB and mappings are
-/// rounded up by the kernel, so a system with bigger pages works too.
+/// The page size of the allocator's arithmetic: commits, and the pages given back, are
+/// multiples of it. (A kernel with bigger pages refuses commits that are not multiples
+/// of its own: this allocator assumes 4 KiB pages, as x86-64 Linux has.)
 pub(crate) const PAGE: usize = 4096;
 
 /// Reserves `len` bytes of address space aligned to `align`, inaccessible and not

@@ -83,7 +83,7 @@ pub(crate) unsafe fn on_remote_free(owner: usize, c: usize, p: *mut u8) {
 /// # Safety
 /// The range is committed arena memory whose contents nobody needs and that no other
 /// thread can reach (free blocks, or memory past every block cut, of a heap the caller
-/// owns or of a block only it holds).
+/// owns, a block only it holds, or spare blocks it has set aside).
 pub(crate) unsafe fn release_pages_within(base: *mut u8, lo: usize, hi: usize) {
     let from = base.addr().wrapping_add(lo).next_multiple_of(os::PAGE);
     let to = base.addr().wrapping_add(hi) & !(os::PAGE - 1);
@@ -167,8 +167,9 @@ pub(crate) fn note_claimed(h: usize) {
     }
 }
 
-/// Gives back the memory of the free blocks of every heap nobody has owned for at
-/// least `age` nanoseconds ([`DECAY_NS`] when threads start and exit; 0 for
+/// Gives back the memory of the spare blocks nobody has taken for `age` (see
+/// `heap::release_stale_spares`) and of the free blocks of every heap nobody has owned
+/// for at least `age` nanoseconds ([`DECAY_NS`] when threads start and exit; 0 for
 /// [`trim`](crate::trim)), but [`KEEP`] bytes each: each such heap is taken for a
 /// moment (skipped if another thread holds it), its depots sorted, the whole pages
 /// only free blocks cover and its committed pages past the last block cut given back.

@@ -92,10 +92,10 @@ pub(crate) fn spare_blocks() -> u64 {
 }
 
 impl Heap {
-    /// At its thread's exit: moves the depot entries of class `c` beyond one refill's
-    /// worth (the top of the depot: its lowest addresses once sorted, what the heap's
-    /// next thread takes first, without a lock) into the spare blocks, as far as they
-    /// have room (those that do not fit stay). Their pages stay as they are: a block
+    /// At its thread's exit: moves the depot entries of class `c` below its top refill's
+    /// worth (the refill kept is what the heap's next thread takes first, without a
+    /// lock: the lowest addresses of the entries sorted last) into the spare blocks, as
+    /// far as they have room (those that do not fit stay). Their pages stay as they are: a block
     /// just used is taken warm by the next thread that needs one, and the pages of
     /// spares nobody takes go back after [`DECAY_NS`](crate::release::DECAY_NS)
     /// ([`release_stale_spares`]). Classes below [`SPARE_MIN`] keep theirs.
@@ -126,17 +126,15 @@ impl Heap {
         }
         let me = (self.index() as u64) << 32;
         let depot = self.depot(c);
-        // SAFETY: the owner alone touches the depot's counters.
-        let released = unsafe { *bin.depot_released.get() };
         let moved = SPARES[c].with(|s| {
             let take = unused.min(SLOTS - s.len);
             for k in 0..take {
                 // SAFETY: entries below the depot's length are committed and
-                // initialised, and only this thread touches them; those below
-                // `depot_released` had their pages given back.
+                // initialised, and only this thread touches them. (Those whose pages the
+                // depot gave back are not marked: it keeps up to `KEEP` bytes of them,
+                // and giving a page back twice costs only the call.)
                 let offset = unsafe { depot.add(k).read() };
-                let flag = if k < released { RELEASED } else { 0 };
-                s.at[s.len] = me | u64::from(offset) | flag;
+                s.at[s.len] = me | u64::from(offset);
                 s.len += 1;
             }
             // Relaxed: a hint.
@@ -224,7 +222,9 @@ pub(crate) fn release_stale_spares(now: u64, age: u64) {
     if age > 0 {
         // Relaxed: a hint; the pool's lock decides what goes back.
         let at = AGED_AT.load(Ordering::Relaxed);
-        if now.wrapping_sub(at) < age
+        // Saturating: a caller's `now` read before another thread's pass counts as no
+        // time since it.
+        if now.saturating_sub(at) < age
             || AGED_AT
                 .compare_exchange(at, now, Ordering::Relaxed, Ordering::Relaxed)
                 .is_err()
@@ -249,7 +249,7 @@ fn release_stale_class(c: usize, now: u64, age: u64) {
         }
         let hi = if age == 0 {
             s.len
-        } else if now.wrapping_sub(s.since) >= age {
+        } else if now.saturating_sub(s.since) >= age {
             s.settled
         } else {
             return 0;
@@ -274,10 +274,27 @@ fn release_stale_class(c: usize, now: u64, age: u64) {
             }
             n
         });
+        // In address order, neighbours together: the page two spare blocks share goes
+        // back too.
+        let mut blocks = [ptr::null_mut::<u8>(); 64];
+        let mut m = 0;
         for &e in chunk[..n].iter().filter(|&&e| e & RELEASED == 0) {
-            // SAFETY: a free block of class `c` among the spares below `busy`: nobody
-            // takes, reads or writes it until `busy` is cleared below.
-            unsafe { crate::release::release_pages_within(block_of(c, e), 0, size) };
+            blocks[m] = block_of(c, e);
+            m += 1;
+        }
+        let blocks = &mut blocks[..m];
+        blocks.sort_unstable();
+        let mut i = 0;
+        while i < m {
+            let mut j = i + 1;
+            while j < m && blocks[j].addr() == blocks[j - 1].addr() + size {
+                j += 1;
+            }
+            // SAFETY: free blocks of class `c`, one after another in one region, among
+            // the spares below `busy`: nobody takes, reads or writes them until `busy`
+            // is cleared below.
+            unsafe { crate::release::release_pages_within(blocks[i], 0, (j - i) * size) };
+            i = j;
         }
         k += n;
     }
