@@ -79,7 +79,7 @@ fn cross<A: GlobalAlloc + Sync>(a: &'static A, n: u64) -> Duration {
         move || {
             for i in 0..n {
                 let Handed(p) = loop {
-                    if let Some(x) = rx.try_pop() {
+                    if let Ok(x) = rx.try_pop() {
                         break x;
                     }
                 };

@@ -213,7 +213,7 @@ fn cross<O: Send, A: FnMut(Order) -> Option<O> + Send, F: FnMut(O) -> u64 + Send
         move || {
             for i in 0..n {
                 let obj = loop {
-                    if let Some(o) = rx.try_pop() {
+                    if let Ok(o) = rx.try_pop() {
                         break o;
                     }
                 };

@@ -104,7 +104,7 @@ impl Tx for handoff::spsc::Producer<Tick> {
 impl Rx for handoff::spsc::Consumer<Tick> {
     #[inline(always)]
     fn pop(&mut self) -> Option<Tick> {
-        self.try_pop()
+        self.try_pop().ok()
     }
 
     fn occupancy(&self) -> usize {
@@ -122,7 +122,7 @@ impl Tx for handoff::spsc::stamped::Producer<Tick> {
 impl Rx for handoff::spsc::stamped::Consumer<Tick> {
     #[inline(always)]
     fn pop(&mut self) -> Option<Tick> {
-        self.try_pop()
+        self.try_pop().ok()
     }
 
     fn occupancy(&self) -> usize {

@@ -58,7 +58,7 @@ struct Order {
 fn next<T>(rx: &mut Consumer<T>) -> T {
     let mut idle = 0u32;
     loop {
-        if let Some(item) = rx.try_pop() {
+        if let Ok(item) = rx.try_pop() {
             return item;
         }
         idle += 1;

@@ -39,7 +39,7 @@ fn main() {
     let mut notional = 0u64;
     let mut seen = 0;
     while seen < TICKS {
-        if let Some(tick) = rx.try_pop() {
+        if let Ok(tick) = rx.try_pop() {
             age.record(clock.end().saturating_sub(tick.stamped));
             notional += u64::from(tick.price) * u64::from(tick.qty);
             seen += 1;

@@ -19,7 +19,7 @@
 //! let mut latency = handoff::stats::Latency::new();
 //! let start = clock.start();
 //! tx.try_push(1).unwrap();
-//! assert_eq!(rx.try_pop(), Some(1));
+//! assert_eq!(rx.try_pop(), Ok(1));
 //! latency.record(clock.ticks_to_ns(clock.end().saturating_sub(start)));
 //! assert_eq!(latency.count(), 1);
 //! ```

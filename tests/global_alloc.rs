@@ -29,7 +29,7 @@ fn handoff_alloc_serves_this_binary() {
     });
     let mut got = 0;
     while got < 1000 {
-        if let Some(s) = rx.try_pop() {
+        if let Ok(s) = rx.try_pop() {
             assert_eq!(s, got.to_string());
             got += 1;
         }

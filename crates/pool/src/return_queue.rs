@@ -21,7 +21,7 @@
 //! let risk = std::thread::spawn(move || {
 //!     let mut seen = 0;
 //!     while seen < 10_000 {
-//!         if let Some(order) = from_feed.try_pop() {
+//!         if let Ok(order) = from_feed.try_pop() {
 //!             let order: return_queue::PoolBox<Order> = order;
 //!             assert_eq!(order.seq, seen);
 //!             release.release(order).unwrap();

@@ -89,7 +89,7 @@ fn run_return_queue(config: return_queue::Config, ring: usize) {
         let consumer = s.spawn(move || {
             for seq in 0..n {
                 let order = loop {
-                    if let Some(o) = rx.try_pop() {
+                    if let Ok(o) = rx.try_pop() {
                         break o;
                     }
                     // Slots waiting for room in the return ring must not starve the
@@ -140,7 +140,7 @@ fn run_arena(config: arena::Config, ring: usize) {
         let markers = &markers;
         s.spawn(move || {
             for seq in 0..n {
-                let order = common::retry((), |()| rx.try_pop().ok_or(()), |()| ());
+                let order = common::retry((), |()| rx.try_pop().map_err(|_| ()), |()| ());
                 order.verify(seq);
                 assert_eq!(order.arena(), order.slot() / config.slots_per_arena);
                 markers.give(order.slot());

@@ -155,7 +155,7 @@ impl<'a, T> WriteChunk<'a, T> {
     /// // SAFETY: the first slot was just initialised.
     /// unsafe { chunk.assume_written(1) };
     /// chunk.commit();
-    /// assert_eq!(rx.try_pop(), Some(7));
+    /// assert_eq!(rx.try_pop(), Ok(7));
     /// ```
     pub fn as_mut_slices(&mut self) -> (&mut [MaybeUninit<T>], &mut [MaybeUninit<T>]) {
         let (a, a_len, b, b_len) = self.raw.segments(
@@ -242,7 +242,7 @@ impl<T> fmt::Debug for WriteChunk<'_, T> {
 /// assert_eq!(a.iter().chain(b).sum::<u32>(), 10);
 /// chunk.consume(3);
 /// drop(chunk);
-/// assert_eq!(rx.try_pop(), Some(4));
+/// assert_eq!(rx.try_pop(), Ok(4));
 /// ```
 ///
 /// Forgetting the chunk (`mem::forget` is safe) is safe too: every item taken or
@@ -257,7 +257,7 @@ impl<T> fmt::Debug for WriteChunk<'_, T> {
 /// let mut chunk = rx.read_chunk(1);
 /// let a = chunk.next().unwrap();
 /// std::mem::forget(chunk);
-/// assert_eq!(rx.try_pop().as_deref(), Some("b")); // not "a" a second time
+/// assert_eq!(rx.try_pop().as_deref(), Ok("b")); // not "a" a second time
 /// assert_eq!(a, "a");
 /// ```
 pub struct ReadChunk<'a, T> {

@@ -2,18 +2,27 @@
 
 use core::fmt;
 
-/// The value handed back by [`Producer::try_push`](crate::Producer::try_push) when the ring is full.
+/// The value handed back by [`Producer::try_push`](crate::Producer::try_push) when the
+/// ring is full, and whether the consumer is still there to empty it.
 ///
 /// ```
-/// let (mut tx, _rx) = handoff_spsc::channel::<u32>(1);
+/// use handoff_spsc::PushError;
+/// let (mut tx, rx) = handoff_spsc::channel::<u32>(1);
 /// tx.try_push(1).unwrap();
-/// let handoff_spsc::PushError::Full(back) = tx.try_push(2).unwrap_err();
-/// assert_eq!(back, 2);
+/// assert_eq!(tx.try_push(2), Err(PushError::Full(2)));
+/// drop(rx);
+/// assert_eq!(tx.try_push(3), Err(PushError::Disconnected(3)));
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum PushError<T> {
-    /// The ring held `capacity` items; the value is returned unchanged.
+    /// The ring held `capacity` items and the consumer is alive: it may make room.
     Full(T),
+    /// The ring held `capacity` items and the consumer has been dropped (its thread
+    /// may have panicked): nothing will ever make room. The value is returned
+    /// unchanged. (Looked at only when the ring is full: a push that finds room
+    /// succeeds even then; [`Producer::is_abandoned`](crate::Producer::is_abandoned)
+    /// tells at any time.)
+    Disconnected(T),
 }
 
 impl<T> PushError<T> {
@@ -26,24 +35,92 @@ impl<T> PushError<T> {
     /// ```
     pub fn into_inner(self) -> T {
         match self {
-            PushError::Full(value) => value,
+            PushError::Full(value) | PushError::Disconnected(value) => value,
         }
+    }
+
+    /// Whether the consumer is gone ([`PushError::Disconnected`]): retrying is futile.
+    ///
+    /// ```
+    /// let (mut tx, rx) = handoff_spsc::channel::<u8>(1);
+    /// tx.try_push(1).unwrap();
+    /// assert!(!tx.try_push(2).unwrap_err().is_disconnected());
+    /// drop(rx);
+    /// assert!(tx.try_push(2).unwrap_err().is_disconnected());
+    /// ```
+    pub fn is_disconnected(&self) -> bool {
+        matches!(self, PushError::Disconnected(_))
     }
 }
 
 impl<T> fmt::Debug for PushError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Full(..)")
+        match self {
+            PushError::Full(_) => f.write_str("Full(..)"),
+            PushError::Disconnected(_) => f.write_str("Disconnected(..)"),
+        }
     }
 }
 
 impl<T> fmt::Display for PushError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the ring is full")
+        match self {
+            PushError::Full(_) => f.write_str("the ring is full"),
+            PushError::Disconnected(_) => {
+                f.write_str("the ring is full and its consumer has been dropped")
+            }
+        }
     }
 }
 
 impl<T> core::error::Error for PushError<T> {}
+
+/// Why [`Consumer::try_pop`](crate::Consumer::try_pop) returned no item.
+///
+/// ```
+/// use handoff_spsc::PopError;
+/// let (mut tx, mut rx) = handoff_spsc::channel::<u32>(2);
+/// assert_eq!(rx.try_pop(), Err(PopError::Empty));
+/// tx.try_push(7).unwrap();
+/// drop(tx);
+/// assert_eq!(rx.try_pop(), Ok(7)); // what the producer pushed before it went
+/// assert_eq!(rx.try_pop(), Err(PopError::Disconnected));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PopError {
+    /// The ring is empty and the producer is alive: an item may come.
+    Empty,
+    /// The ring is empty and the producer has been dropped (its thread may have
+    /// panicked): nothing will ever come. Every item it pushed was popped first.
+    Disconnected,
+}
+
+impl PopError {
+    /// Whether the producer is gone ([`PopError::Disconnected`]): polling is futile.
+    ///
+    /// ```
+    /// let (tx, mut rx) = handoff_spsc::channel::<u8>(1);
+    /// assert!(!rx.try_pop().unwrap_err().is_disconnected());
+    /// drop(tx);
+    /// assert!(rx.try_pop().unwrap_err().is_disconnected());
+    /// ```
+    pub fn is_disconnected(&self) -> bool {
+        matches!(self, PopError::Disconnected)
+    }
+}
+
+impl fmt::Display for PopError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PopError::Empty => f.write_str("the ring is empty"),
+            PopError::Disconnected => {
+                f.write_str("the ring is empty and its producer has been dropped")
+            }
+        }
+    }
+}
+
+impl core::error::Error for PopError {}
 
 /// Why a ring could not be created by [`try_channel`](crate::try_channel).
 ///

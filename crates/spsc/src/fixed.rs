@@ -23,7 +23,7 @@ use crate::sync::{AtomicBool, Ordering};
 /// let (mut tx, mut rx) = TICKS.split().expect("first split");
 /// assert!(TICKS.split().is_none());
 /// std::thread::spawn(move || tx.try_push(7).unwrap()).join().unwrap();
-/// assert_eq!(rx.try_pop(), Some(7));
+/// assert_eq!(rx.try_pop(), Ok(7));
 /// ```
 ///
 /// On the stack, with scoped threads:
@@ -33,7 +33,7 @@ use crate::sync::{AtomicBool, Ordering};
 /// let (mut tx, mut rx) = ring.split().unwrap();
 /// std::thread::scope(|s| {
 ///     s.spawn(move || for i in 0..1000 { while tx.try_push(i).is_err() {} });
-///     s.spawn(move || for i in 0..1000 { loop { if let Some(v) = rx.try_pop() { assert_eq!(v, i); break; } } });
+///     s.spawn(move || for i in 0..1000 { loop { if let Ok(v) = rx.try_pop() { assert_eq!(v, i); break; } } });
 /// });
 /// ```
 pub struct StaticChannel<T, const N: usize> {

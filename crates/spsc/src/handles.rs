@@ -8,7 +8,7 @@ use crate::chunk::{ReadChunk, WriteChunk};
 use crate::raw::{Backing, Raw};
 use crate::slip::{self, Side, Slip};
 use crate::sync::Ordering;
-use crate::PushError;
+use crate::{PopError, PushError};
 
 use crate::Heap;
 
@@ -29,7 +29,7 @@ use crate::Heap;
 /// });
 /// let mut next = 0;
 /// while next < 100 {
-///     if let Some(v) = rx.try_pop() { assert_eq!(v, next); next += 1; }
+///     if let Ok(v) = rx.try_pop() { assert_eq!(v, next); next += 1; }
 /// }
 /// ```
 pub struct Producer<T, B: Backing = Heap<T>> {
@@ -60,8 +60,8 @@ pub struct Producer<T, B: Backing = Heap<T>> {
 /// let (mut tx, mut rx) = handoff_spsc::channel::<String>(8);
 /// tx.try_push("tick".to_string()).unwrap();
 /// assert_eq!(rx.peek().map(String::as_str), Some("tick"));
-/// assert_eq!(rx.try_pop().as_deref(), Some("tick"));
-/// assert_eq!(rx.try_pop(), None);
+/// assert_eq!(rx.try_pop().as_deref(), Ok("tick"));
+/// assert_eq!(rx.try_pop(), Err(handoff_spsc::PopError::Empty));
 /// ```
 pub struct Consumer<T, B: Backing = Heap<T>> {
     pub(crate) raw: Raw<T>,
@@ -115,9 +115,11 @@ pub(crate) fn pair<T, B: Backing>(
 }
 
 impl<T, B: Backing> Producer<T, B> {
-    /// Pushes `value`, or hands it back in [`PushError::Full`] if the ring holds
-    /// `capacity` items. Never blocks. The consumer's index is read only when the
-    /// producer's cached copy says the ring is full.
+    /// Pushes `value`, or hands it back if the ring holds `capacity` items: in
+    /// [`PushError::Full`], or [`PushError::Disconnected`] once the consumer has been
+    /// dropped (nothing will make room). Never blocks. The consumer's index, and whether
+    /// it is still there, are read only when the producer's cached copy says the ring
+    /// is full.
     ///
     /// ```
     /// let (mut tx, _rx) = handoff_spsc::channel::<u8>(1);
@@ -128,7 +130,7 @@ impl<T, B: Backing> Producer<T, B> {
     pub fn try_push(&mut self, value: T) -> Result<(), PushError<T>> {
         let tail = self.tail();
         if tail == self.limit.get() && self.refill(tail) == 0 {
-            return Err(PushError::Full(value));
+            return Err(self.full(value));
         }
         // SAFETY: `tail < limit <= head + capacity`, so the slot is free and ours.
         unsafe { self.raw.write(tail, value) };
@@ -292,6 +294,17 @@ impl<T, B: Backing> Producer<T, B> {
         self.slip.is_on()
     }
 
+    /// `value` back from a push into a full ring: [`PushError::Disconnected`] if the
+    /// consumer is gone.
+    #[cold]
+    fn full(&self, value: T) -> PushError<T> {
+        if self.raw.other_dropped() {
+            PushError::Disconnected(value)
+        } else {
+            PushError::Full(value)
+        }
+    }
+
     /// Whether the [`Consumer`] has been dropped: nothing pushed from now on will be read.
     ///
     /// ```
@@ -406,29 +419,50 @@ impl<T, B: Backing> Producer<T, B> {
 }
 
 impl<T, B: Backing> Consumer<T, B> {
-    /// Pops the oldest item, or returns `None` if the ring is empty. Never blocks. The
-    /// producer's index is read only when the consumer's cached copy says empty, and a
+    /// Pops the oldest item, or says why there is none: [`PopError::Empty`], or
+    /// [`PopError::Disconnected`] once the producer has been dropped and every item it
+    /// pushed has been popped. Never blocks. The producer's index, and whether it is
+    /// still there, are read only when the consumer's cached copy says empty, and a
     /// call that finds the ring empty spends one [`core::hint::spin_loop`] (x86 `pause`,
-    /// about 17 ns on the Xeon guest) before returning, so a bare `while let None`
+    /// about 17 ns on the Xeon guest) before returning, so a bare `while let Err(_)`
     /// loop polls politely (docs/spsc-notebook.md, "The empty poll's pause").
     ///
     /// ```
+    /// use handoff_spsc::PopError;
     /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(2);
-    /// assert_eq!(rx.try_pop(), None);
+    /// assert_eq!(rx.try_pop(), Err(PopError::Empty));
     /// tx.try_push(9).unwrap();
-    /// assert_eq!(rx.try_pop(), Some(9));
+    /// assert_eq!(rx.try_pop(), Ok(9));
+    /// drop(tx);
+    /// assert_eq!(rx.try_pop(), Err(PopError::Disconnected));
     /// ```
     #[inline]
-    pub fn try_pop(&mut self) -> Option<T> {
+    pub fn try_pop(&mut self) -> Result<T, PopError> {
         let head = self.head;
         if head == self.cached_tail.get() && self.poll_ready_slipping() == 0 {
-            return None;
+            self.empty()?;
         }
         // SAFETY: `head < cached_tail <= tail`: the slot holds an item the producer
         // published, and it is ours until we advance `head`.
         let value = unsafe { self.raw.read(head) };
         self.release(head.wrapping_add(1));
-        Some(value)
+        Ok(value)
+    }
+
+    /// When the ring looked empty: `Ok` if the producer is gone but left items (now in
+    /// the cache), else why there is none.
+    #[inline]
+    fn empty(&self) -> Result<(), PopError> {
+        if !self.raw.other_dropped() {
+            return Err(PopError::Empty);
+        }
+        // The producer published its last `tail` before it released its handle, which
+        // the acquire in `other_dropped` read: this load sees every item it pushed.
+        if self.refresh_ready() == 0 {
+            Err(PopError::Disconnected)
+        } else {
+            Ok(())
+        }
     }
 
     /// A reference to the oldest item without removing it.
@@ -587,14 +621,15 @@ impl<T, B: Backing> Consumer<T, B> {
     }
 
     /// Whether the [`Producer`] has been dropped. Items it pushed before are still
-    /// there to pop: drain until `try_pop` returns `None` *after* seeing this `true`.
+    /// there to pop: drain until `try_pop` returns an error *after* seeing this `true`
+    /// (or until it returns [`PopError::Disconnected`], which says both).
     ///
     /// ```
     /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(2);
     /// tx.try_push(1).unwrap();
     /// drop(tx);
     /// assert!(rx.is_abandoned());
-    /// assert_eq!(rx.try_pop(), Some(1));
+    /// assert_eq!(rx.try_pop(), Ok(1));
     /// ```
     #[inline]
     pub fn is_abandoned(&self) -> bool {
@@ -932,7 +967,7 @@ mod tests {
         assert_eq!(tx.read_back_at, 128);
         for i in 0..5_000 {
             tx.try_push(i).unwrap();
-            assert_eq!(rx.try_pop(), Some(i));
+            assert_eq!(rx.try_pop(), Ok(i));
             assert!(!tx.reads_back.get(), "item {i}");
         }
         // Far ahead: the first refresh (the ring is full) turns it on.
@@ -944,19 +979,19 @@ mod tests {
         // Half taken: the next refresh finds 512 items and keeps it on, for at most 512
         // pushes.
         for i in 0..512 {
-            assert_eq!(rx.try_pop(), Some(i));
+            assert_eq!(rx.try_pop(), Ok(i));
         }
         tx.try_push(1024).unwrap();
         assert!(tx.reads_back.get());
         // The consumer catches up and keeps up: the refresh at the end of those 512
         // pushes finds 10 items, and the producer keeps its index itself again.
         for i in 512..1015 {
-            assert_eq!(rx.try_pop(), Some(i));
+            assert_eq!(rx.try_pop(), Ok(i));
         }
         let mut pushes = 0;
         while tx.reads_back.get() {
             tx.try_push(1025 + pushes).unwrap();
-            assert_eq!(rx.try_pop(), Some(1015 + pushes));
+            assert_eq!(rx.try_pop(), Ok(1015 + pushes));
             pushes += 1;
             assert!(pushes <= 512, "still reading back after {pushes} pushes");
         }

@@ -62,7 +62,7 @@ impl<T> Drop for HeapRing<T> {
 /// ```
 /// let (mut tx, mut rx) = handoff_spsc::channel::<(u64, f64)>(1024);
 /// tx.try_push((1, 101.25)).unwrap();
-/// assert_eq!(rx.try_pop(), Some((1, 101.25)));
+/// assert_eq!(rx.try_pop(), Ok((1, 101.25)));
 /// ```
 #[track_caller]
 pub fn channel<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
@@ -161,9 +161,9 @@ mod tests {
             assert!(tx.try_push(99).is_err());
             assert_eq!(rx.len(), 5);
             for i in 0..5 {
-                assert_eq!(rx.try_pop(), Some(round * 10 + i));
+                assert_eq!(rx.try_pop(), Ok(round * 10 + i));
             }
-            assert_eq!(rx.try_pop(), None);
+            assert_eq!(rx.try_pop(), Err(crate::PopError::Empty));
         }
     }
 

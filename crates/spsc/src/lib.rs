@@ -41,7 +41,7 @@
 //! });
 //! let mut expected = 0;
 //! while expected < 10_000 {
-//!     if let Some(tick) = rx.try_pop() {
+//!     if let Ok(tick) = rx.try_pop() {
 //!         assert_eq!(tick.seq, expected);
 //!         expected += 1;
 //!     }
@@ -129,7 +129,7 @@ pub mod stamped;
 mod sync;
 
 pub use chunk::{ReadChunk, WriteChunk};
-pub use error::{CapacityError, PushError};
+pub use error::{CapacityError, PopError, PushError};
 #[cfg(not(loom))]
 pub use fixed::{StaticChannel, StaticConsumer, StaticProducer};
 pub use handles::{Consumer, Producer};

@@ -27,7 +27,7 @@ use alloc::vec::Vec;
 use crossbeam_utils::CachePadded;
 
 use crate::sync::{Arc, AtomicUsize, Ordering, UnsafeCell};
-use crate::{CapacityError, PushError};
+use crate::{CapacityError, PopError, PushError};
 
 /// One slot: the stamp of the last index written into it, and the item.
 #[repr(C)]
@@ -186,7 +186,7 @@ unsafe impl<T: Send> Send for Consumer<T> {}
 /// });
 /// let mut next = 0;
 /// while next < 10_000 {
-///     if let Some(v) = rx.try_pop() {
+///     if let Ok(v) = rx.try_pop() {
 ///         assert_eq!(v, next);
 ///         next += 1;
 ///     }
@@ -261,9 +261,10 @@ impl<T> Producer<T> {
         unsafe { &*self.slots.as_ptr().add(index & self.mask) }
     }
 
-    /// Pushes `value`, or hands it back in [`PushError::Full`] if the ring holds
-    /// `capacity` items. Never blocks. The consumer's index is read only when the
-    /// cached copy says the ring is full.
+    /// Pushes `value`, or hands it back if the ring holds `capacity` items: in
+    /// [`PushError::Full`], or [`PushError::Disconnected`] once the consumer has been
+    /// dropped. Never blocks. The consumer's index, and whether it is still there, are
+    /// read only when the cached copy says the ring is full.
     ///
     /// ```
     /// let (mut tx, _rx) = handoff_spsc::stamped::channel::<u8>(1);
@@ -274,7 +275,11 @@ impl<T> Producer<T> {
     pub fn try_push(&mut self, value: T) -> Result<(), PushError<T>> {
         let tail = self.tail;
         if tail == self.limit && self.refresh_free() == 0 {
-            return Err(PushError::Full(value));
+            return Err(if self.shared.other_gone() {
+                PushError::Disconnected(value)
+            } else {
+                PushError::Full(value)
+            });
         }
         let slot = self.slot(tail);
         // SAFETY: `tail < head + capacity`, so the consumer has released this slot
@@ -389,21 +394,31 @@ impl<T> Consumer<T> {
         slot.stamp.load(Ordering::Acquire) == self.head.wrapping_add(1)
     }
 
-    /// Takes the oldest item, or `None` if the ring is empty. Never blocks; reads only
-    /// the item's own slot.
+    /// Takes the oldest item, or says why there is none: [`PopError::Empty`], or
+    /// [`PopError::Disconnected`] once the producer has been dropped and every item it
+    /// pushed has been taken. Never blocks; reads only the item's own slot (and, when
+    /// it is empty, whether the producer is still there).
     ///
     /// ```
+    /// use handoff_spsc::PopError;
     /// let (mut tx, mut rx) = handoff_spsc::stamped::channel::<String>(8);
     /// tx.try_push("tick".to_string()).unwrap();
-    /// assert_eq!(rx.try_pop().as_deref(), Some("tick"));
-    /// assert_eq!(rx.try_pop(), None);
+    /// assert_eq!(rx.try_pop().as_deref(), Ok("tick"));
+    /// assert_eq!(rx.try_pop(), Err(PopError::Empty));
     /// ```
     #[inline]
-    pub fn try_pop(&mut self) -> Option<T> {
+    pub fn try_pop(&mut self) -> Result<T, PopError> {
         let head = self.head;
         let slot = self.slot(head);
         if !self.ready(slot) {
-            return None;
+            // The producer stamped its last item before it left (a release the acquire
+            // in `other_gone` reads): if it is gone, look once more.
+            if !self.shared.other_gone() {
+                return Err(PopError::Empty);
+            }
+            if !self.ready(slot) {
+                return Err(PopError::Disconnected);
+            }
         }
         // SAFETY: the stamp says the producer published this item (and the acquire
         // load ordered its write before us); it stays ours until we advance `head`.
@@ -412,7 +427,7 @@ impl<T> Consumer<T> {
         self.head = next;
         // Release: our read of the slot happens before the producer may overwrite it.
         self.shared.head.store(next, Ordering::Release);
-        Some(value)
+        Ok(value)
     }
 
     /// A reference to the oldest item without removing it.
@@ -482,7 +497,7 @@ impl<T> Consumer<T> {
     /// tx.try_push(1).unwrap();
     /// drop(tx);
     /// assert!(rx.is_abandoned());
-    /// assert_eq!(rx.try_pop(), Some(1));
+    /// assert_eq!(rx.try_pop(), Ok(1));
     /// ```
     pub fn is_abandoned(&self) -> bool {
         self.shared.other_gone()
@@ -525,9 +540,9 @@ mod tests {
                 assert_eq!(rx.len(), capacity);
                 assert_eq!(tx.len(), capacity);
                 for i in 0..capacity as u64 {
-                    assert_eq!(rx.try_pop(), Some(round * 10 + i));
+                    assert_eq!(rx.try_pop(), Ok(round * 10 + i));
                 }
-                assert_eq!(rx.try_pop(), None);
+                assert_eq!(rx.try_pop(), Err(crate::PopError::Empty));
                 assert!(rx.is_empty());
             }
         }
@@ -557,7 +572,7 @@ mod tests {
         for i in 0..100u32 {
             tx.try_push(i).unwrap();
             if i % 3 == 2 {
-                while let Some(v) = rx.try_pop() {
+                while let Ok(v) = rx.try_pop() {
                     assert_eq!(v, next_out);
                     next_out += 1;
                 }

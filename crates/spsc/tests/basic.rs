@@ -6,7 +6,7 @@
 #[cfg(handoff_global_alloc)]
 use handoff_alloc as _;
 
-use handoff_spsc::{channel, try_channel, CapacityError, PushError, StaticChannel};
+use handoff_spsc::{channel, try_channel, CapacityError, PopError, PushError, StaticChannel};
 
 #[test]
 fn capacity_is_exactly_what_was_asked() {
@@ -21,9 +21,9 @@ fn capacity_is_exactly_what_was_asked() {
         assert_eq!(tx.try_push(cap), Err(PushError::Full(cap)));
         assert_eq!(rx.len(), cap);
         for i in 0..cap {
-            assert_eq!(rx.try_pop(), Some(i));
+            assert_eq!(rx.try_pop(), Ok(i));
         }
-        assert_eq!(rx.try_pop(), None);
+        assert_eq!(rx.try_pop(), Err(PopError::Empty));
         assert!(rx.is_empty() && tx.is_empty());
     }
 }
@@ -41,7 +41,7 @@ fn order_is_kept_across_many_wraps() {
             }
         }
         for _ in 0..(round % 3) {
-            if let Some(v) = rx.try_pop() {
+            if let Ok(v) = rx.try_pop() {
                 assert_eq!(v, next_out);
                 next_out += 1;
             }
@@ -68,7 +68,7 @@ fn len_and_free_len_agree() {
     tx.push_slice(&[1, 2, 3, 4]);
     assert_eq!(tx.len(), 4);
     assert_eq!(tx.free_len(), 6);
-    rx.try_pop();
+    assert_eq!(rx.try_pop(), Ok(1));
     assert_eq!(rx.len(), 3);
     assert_eq!(tx.free_len(), 7);
 }
@@ -119,8 +119,8 @@ fn write_chunk_publishes_only_on_commit() {
     assert_eq!(rx.len(), 0);
     chunk.commit();
     assert_eq!(rx.len(), 2);
-    assert_eq!(rx.try_pop().as_deref(), Some("x"));
-    assert_eq!(rx.try_pop().as_deref(), Some("y"));
+    assert_eq!(rx.try_pop().as_deref(), Ok("x"));
+    assert_eq!(rx.try_pop().as_deref(), Ok("y"));
 }
 
 #[test]
@@ -198,8 +198,8 @@ fn read_chunk_slices_wrap_and_consume() {
     assert_eq!(chunk.consume(1), 1);
     assert_eq!(chunk.next(), Some(20));
     drop(chunk);
-    assert_eq!(rx.try_pop(), Some(3));
-    assert_eq!(rx.try_pop(), Some(4));
+    assert_eq!(rx.try_pop(), Ok(3));
+    assert_eq!(rx.try_pop(), Ok(4));
 }
 
 #[test]
@@ -220,9 +220,9 @@ fn items_pushed_before_the_producer_left_can_still_be_popped() {
     tx.push_slice(&[1, 2]);
     drop(tx);
     assert!(rx.is_abandoned());
-    assert_eq!(rx.try_pop(), Some(1));
-    assert_eq!(rx.try_pop(), Some(2));
-    assert_eq!(rx.try_pop(), None);
+    assert_eq!(rx.try_pop(), Ok(1));
+    assert_eq!(rx.try_pop(), Ok(2));
+    assert_eq!(rx.try_pop(), Err(PopError::Disconnected));
 }
 
 #[test]
@@ -285,7 +285,7 @@ fn zero_sized_items_are_counted() {
     assert!(tx.try_push(()).is_err());
     assert_eq!(rx.len(), 3);
     assert_eq!(rx.pop_slice(&mut [(); 5]), 3);
-    assert!(rx.try_pop().is_none());
+    assert!(rx.try_pop().is_err());
 }
 
 #[test]
@@ -342,7 +342,7 @@ fn static_channel_on_the_stack_with_scoped_threads() {
         s.spawn(move || {
             for i in 0..n {
                 let v = loop {
-                    if let Some(v) = rx.try_pop() {
+                    if let Ok(v) = rx.try_pop() {
                         break v;
                     }
                     std::hint::spin_loop();

@@ -38,7 +38,7 @@ fn ids<'a>(items: impl IntoIterator<Item = &'a Tok<'a>>) -> Vec<usize> {
 
 fn pop_all(rx: &mut Consumer<Tok<'_>>) -> Vec<usize> {
     let mut out = Vec::new();
-    while let Some(t) = rx.try_pop() {
+    while let Ok(t) = rx.try_pop() {
         out.push(t.id);
     }
     out
@@ -64,11 +64,15 @@ fn issue_program_forgotten_read_chunk_after_next() {
     let mut chunk = rx.read_chunk(1);
     let a = chunk.next().unwrap();
     mem::forget(chunk);
-    assert_eq!(rx.try_pop(), None, "the taken item must not come out again");
+    assert_eq!(
+        rx.try_pop(),
+        Err(handoff_spsc::PopError::Empty),
+        "the taken item must not come out again"
+    );
     assert_eq!(a, "hello world, heap string");
     drop(a);
     tx.try_push("second".to_string()).unwrap();
-    assert_eq!(rx.try_pop().as_deref(), Some("second"));
+    assert_eq!(rx.try_pop().as_deref(), Ok("second"));
 }
 
 #[test]
@@ -79,8 +83,8 @@ fn issue_program_forgotten_read_chunk_after_consume() {
     let mut chunk = rx.read_chunk(1);
     assert_eq!(chunk.consume(1), 1);
     mem::forget(chunk);
-    assert_eq!(rx.try_pop().as_deref(), Some("kept"));
-    assert_eq!(rx.try_pop(), None);
+    assert_eq!(rx.try_pop().as_deref(), Ok("kept"));
+    assert_eq!(rx.try_pop(), Err(handoff_spsc::PopError::Empty));
     // Teardown with the consumed string's slot still unpublished to the producer.
     let mut chunk = rx.read_chunk(1);
     assert!(chunk.next().is_none());

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use handoff_spsc::channel;
+use handoff_spsc::{channel, PopError, PushError};
 use loom::thread;
 
 /// The single-item calls both rings have, so that one model body checks both.
@@ -37,7 +37,7 @@ impl<T: Send + 'static> Tx<T> for handoff_spsc::Producer<T> {
 
 impl<T: Send + 'static> Rx<T> for handoff_spsc::Consumer<T> {
     fn pop(&mut self) -> Option<T> {
-        self.try_pop()
+        self.try_pop().ok()
     }
     fn peek_at(&self) -> Option<&T> {
         self.peek()
@@ -58,7 +58,7 @@ impl<T: Send + 'static> Tx<T> for handoff_spsc::stamped::Producer<T> {
 
 impl<T: Send + 'static> Rx<T> for handoff_spsc::stamped::Consumer<T> {
     fn pop(&mut self) -> Option<T> {
-        self.try_pop()
+        self.try_pop().ok()
     }
     fn peek_at(&self) -> Option<&T> {
         self.peek()
@@ -132,7 +132,7 @@ fn push_pop_in_order_through_a_full_ring() {
             assert_eq!(pop_spin(&mut rx), i);
         }
         p.join().unwrap();
-        assert_eq!(rx.try_pop(), None);
+        assert_eq!(rx.try_pop(), Err(handoff_spsc::PopError::Disconnected));
     });
 }
 
@@ -157,7 +157,7 @@ fn slipping_handles_keep_the_contract() {
                 while q.load(Ordering::Acquire) <= i as usize {
                     thread::yield_now();
                 }
-                assert_eq!(rx.try_pop(), Some(i), "a published item must be popped");
+                assert_eq!(rx.try_pop(), Ok(i), "a published item must be popped");
                 p.store(i as usize + 1, Ordering::Release);
             }
         });
@@ -361,9 +361,124 @@ fn producer_leaves_while_consumer_pops_in<P: Tx<u32>, C: Rx<u32>>(make: fn(usize
     });
 }
 
+/// The producer pushes three items through a one-slot ring and leaves; the consumer
+/// pops until `try_pop` says `Disconnected`, with no other check: it gets every item
+/// once, in order, before that.
+fn pop_until_disconnected_in<P: Send + 'static, C: 'static>(
+    make: fn(usize) -> (P, C),
+    push: fn(&mut P, u32) -> Result<(), PushError<u32>>,
+    pop: fn(&mut C) -> Result<u32, PopError>,
+) {
+    loom::model(move || {
+        let (mut tx, mut rx) = make(1);
+        let p = thread::spawn(move || {
+            for i in 0..3 {
+                while push(&mut tx, i).is_err() {
+                    thread::yield_now();
+                }
+            }
+        });
+        let mut got = Vec::new();
+        loop {
+            match pop(&mut rx) {
+                Ok(v) => got.push(v),
+                Err(PopError::Empty) => thread::yield_now(),
+                Err(PopError::Disconnected) => break,
+            }
+        }
+        assert_eq!(got, [0, 1, 2]);
+        p.join().unwrap();
+    });
+}
+
+/// The consumer pops one item of a one-slot ring and leaves; the producer pushes until
+/// `try_push` says `Disconnected` (its loop ends, with no other check), and every value
+/// is dropped exactly once (popped, handed back, or left in the ring).
+fn push_until_disconnected_in<P: Send + 'static, C: 'static>(
+    make: fn(usize) -> (P, C),
+    push: fn(&mut P, Counted) -> Result<(), PushError<Counted>>,
+    pop: fn(&mut C) -> Result<Counted, PopError>,
+) {
+    loom::model(move || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (mut tx, mut rx) = make(1);
+        let d = drops.clone();
+        let p = thread::spawn(move || {
+            let mut offered = 0;
+            while offered < 3 {
+                let mut v = Counted(d.clone());
+                offered += 1;
+                loop {
+                    match push(&mut tx, v) {
+                        Ok(()) => break,
+                        Err(PushError::Full(back)) => {
+                            v = back;
+                            thread::yield_now();
+                        }
+                        Err(PushError::Disconnected(back)) => {
+                            drop(back);
+                            return offered;
+                        }
+                    }
+                }
+            }
+            // Three pushed: the third filled the ring; one more must see the end.
+            let mut v = Counted(d.clone());
+            offered += 1;
+            loop {
+                match push(&mut tx, v) {
+                    Err(PushError::Full(back)) => {
+                        v = back;
+                        thread::yield_now();
+                    }
+                    Err(PushError::Disconnected(back)) => {
+                        drop(back);
+                        return offered;
+                    }
+                    Ok(()) => panic!("a one-slot ring took a fourth item with one pop"),
+                }
+            }
+        });
+        loop {
+            if let Ok(v) = pop(&mut rx) {
+                drop(v);
+                break;
+            }
+            thread::yield_now();
+        }
+        drop(rx);
+        let offered = p.join().unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), offered);
+    });
+}
+
+#[test]
+fn the_consumer_pops_everything_then_sees_the_producer_gone() {
+    pop_until_disconnected_in(channel::<u32>, |tx, v| tx.try_push(v), |rx| rx.try_pop());
+    pop_until_disconnected_in(
+        handoff_spsc::stamped::channel::<u32>,
+        |tx, v| tx.try_push(v),
+        |rx| rx.try_pop(),
+    );
+}
+
+#[test]
+fn the_producer_of_a_full_ring_sees_the_consumer_gone() {
+    push_until_disconnected_in(
+        channel::<Counted>,
+        |tx, v| tx.try_push(v),
+        |rx| rx.try_pop(),
+    );
+    push_until_disconnected_in(
+        handoff_spsc::stamped::channel::<Counted>,
+        |tx, v| tx.try_push(v),
+        |rx| rx.try_pop(),
+    );
+}
+
 #[test]
 fn consumer_leaves_while_producer_pushes() {
-    consumer_leaves_while_producer_pushes_in(channel::<Counted>, |rx| rx.try_pop());
+    consumer_leaves_while_producer_pushes_in(channel::<Counted>, |rx| rx.try_pop().ok());
 }
 
 #[test]
@@ -411,7 +526,7 @@ fn forgotten_read_chunks_never_let_the_producer_overwrite_a_slot_being_read() {
             }
         }
         p.join().unwrap();
-        assert_eq!(rx.try_pop(), None);
+        assert_eq!(rx.try_pop(), Err(handoff_spsc::PopError::Disconnected));
     });
 }
 
@@ -459,7 +574,7 @@ mod stamped {
                     assert_eq!(pop_spin(&mut rx), i.to_string());
                 }
                 p.join().unwrap();
-                assert_eq!(rx.try_pop(), None);
+                assert_eq!(rx.try_pop(), Err(handoff_spsc::PopError::Disconnected));
             });
         }
     }
@@ -504,7 +619,7 @@ mod stamped {
     #[test]
     fn consumer_leaves_while_producer_pushes() {
         super::consumer_leaves_while_producer_pushes_in(channel::<super::Counted>, |rx| {
-            rx.try_pop()
+            rx.try_pop().ok()
         });
     }
 

@@ -43,14 +43,14 @@ fn capacity_is_exact_for_any_size() {
         assert_eq!(tx.try_push(usize::MAX), Err(PushError::Full(usize::MAX)));
         assert_eq!((tx.len(), rx.len()), (capacity, capacity));
         // One pop frees exactly one slot, which the next push takes.
-        assert_eq!(rx.try_pop(), Some(0));
+        assert_eq!(rx.try_pop(), Ok(0));
         tx.try_push(capacity).unwrap();
         assert!(tx.try_push(0).is_err());
         for i in 1..=capacity {
             assert_eq!(rx.peek(), Some(&i));
-            assert_eq!(rx.try_pop(), Some(i));
+            assert_eq!(rx.try_pop(), Ok(i));
         }
-        assert_eq!(rx.try_pop(), None);
+        assert_eq!(rx.try_pop(), Err(handoff_spsc::PopError::Empty));
         assert_eq!(rx.peek(), None);
         assert!(rx.is_empty() && tx.is_empty());
     }
@@ -64,9 +64,9 @@ fn zero_sized_items_are_counted() {
     }
     assert!(tx.try_push(()).is_err());
     for _ in 0..3 {
-        assert_eq!(rx.try_pop(), Some(()));
+        assert_eq!(rx.try_pop(), Ok(()));
     }
-    assert_eq!(rx.try_pop(), None);
+    assert_eq!(rx.try_pop(), Err(handoff_spsc::PopError::Empty));
 }
 
 #[test]

@@ -87,7 +87,7 @@ impl<T: Send + 'static> Tx<T> for handoff_spsc::Producer<T> {
 }
 impl<T: Send + 'static> Rx<T> for handoff_spsc::Consumer<T> {
     fn pop(&mut self) -> Option<T> {
-        self.try_pop()
+        self.try_pop().ok()
     }
 }
 impl<T: Send + 'static> Tx<T> for stamped::Producer<T> {
@@ -100,7 +100,7 @@ impl<T: Send + 'static> Tx<T> for stamped::Producer<T> {
 }
 impl<T: Send + 'static> Rx<T> for stamped::Consumer<T> {
     fn pop(&mut self) -> Option<T> {
-        self.try_pop()
+        self.try_pop().ok()
     }
 }
 

@@ -483,7 +483,7 @@ fn cross<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<f64> {
                 .expect("once");
             for _ in 0..n {
                 let (p, s, tag) = loop {
-                    if let Some(x) = rx.try_pop() {
+                    if let Ok(x) = rx.try_pop() {
                         break x;
                     }
                     std::hint::spin_loop();

@@ -296,7 +296,7 @@ fn roles<A: Alloc, F: Free<Obj = A::Obj>>(
         let (mut off, mut bad) = (0, 0);
         for (k, (slot, fin)) in recv_ref.iter_mut().zip(done_ref.iter_mut()).enumerate() {
             let mut obj = loop {
-                if let Some(o) = rx.try_pop() {
+                if let Ok(o) = rx.try_pop() {
                     break o;
                 }
                 free.idle();

@@ -239,26 +239,26 @@ trait SpinRx {
 impl SpinTx for handoff_spsc::Producer<Tick> {
     #[inline(always)]
     fn try_push(&mut self, t: Tick) -> Result<(), Tick> {
-        handoff_spsc::Producer::try_push(self, t).map_err(|handoff_spsc::PushError::Full(t)| t)
+        handoff_spsc::Producer::try_push(self, t).map_err(handoff_spsc::PushError::into_inner)
     }
 }
 impl SpinRx for handoff_spsc::Consumer<Tick> {
     #[inline(always)]
     fn try_pop(&mut self) -> Option<Tick> {
-        handoff_spsc::Consumer::try_pop(self)
+        handoff_spsc::Consumer::try_pop(self).ok()
     }
 }
 impl SpinTx for handoff_spsc::stamped::Producer<Tick> {
     #[inline(always)]
     fn try_push(&mut self, t: Tick) -> Result<(), Tick> {
         handoff_spsc::stamped::Producer::try_push(self, t)
-            .map_err(|handoff_spsc::PushError::Full(t)| t)
+            .map_err(handoff_spsc::PushError::into_inner)
     }
 }
 impl SpinRx for handoff_spsc::stamped::Consumer<Tick> {
     #[inline(always)]
     fn try_pop(&mut self) -> Option<Tick> {
-        handoff_spsc::stamped::Consumer::try_pop(self)
+        handoff_spsc::stamped::Consumer::try_pop(self).ok()
     }
 }
 impl SpinTx for rtrb::Producer<Tick> {
