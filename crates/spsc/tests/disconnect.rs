@@ -18,17 +18,23 @@ fn on_a_thread_that_panics(f: impl FnOnce() + Send + 'static) {
 
 /// Pushes into a ring of capacity 4 whose consumer takes one item and panics: the
 /// producer's retry-on-full loop stops with `Disconnected`, the value handed back.
-fn producer_sees_the_consumer_gone<P: Send + 'static, C: Send + 'static>(
+fn producer_sees_the_consumer_gone<P, C: Send + 'static>(
     (mut tx, rx): (P, C),
-    push: impl Fn(&mut P, u64) -> Result<(), PushError<u64>>,
-    pop_one: impl FnOnce(&mut C) -> u64 + Send + 'static,
+    push: fn(&mut P, u64) -> Result<(), PushError<u64>>,
+    pop: fn(&mut C) -> Result<u64, PopError>,
 ) {
+    push(&mut tx, 0).unwrap();
     // The consumer takes item 0 and its thread panics (joined before the loop below).
     on_a_thread_that_panics(move || {
         let mut rx = rx;
-        assert_eq!(pop_one(&mut rx), 0);
+        let first = loop {
+            if let Ok(v) = pop(&mut rx) {
+                break v;
+            }
+        };
+        assert_eq!(first, 0);
     });
-    let mut pushed = 1; // item 0 was pushed before the consumer took it
+    let mut pushed = 1;
     let mut fulls = 0u64;
     let error = loop {
         match push(&mut tx, pushed) {
@@ -48,28 +54,10 @@ fn producer_sees_the_consumer_gone<P: Send + 'static, C: Send + 'static>(
 
 #[test]
 fn a_full_ring_whose_consumer_panicked_says_disconnected() {
-    let (mut tx, rx) = channel::<u64>(4);
-    tx.try_push(0).unwrap();
-    producer_sees_the_consumer_gone(
-        (tx, rx),
-        |tx, v| tx.try_push(v),
-        |rx| loop {
-            if let Ok(v) = rx.try_pop() {
-                break v;
-            }
-        },
-    );
-    let (mut tx, rx) = stamped::channel::<u64>(4);
-    tx.try_push(0).unwrap();
-    producer_sees_the_consumer_gone(
-        (tx, rx),
-        |tx, v| tx.try_push(v),
-        |rx| loop {
-            if let Ok(v) = rx.try_pop() {
-                break v;
-            }
-        },
-    );
+    let push = |tx: &mut handoff_spsc::Producer<u64>, v| tx.try_push(v);
+    producer_sees_the_consumer_gone(channel(4), push, |rx| rx.try_pop());
+    let push = |tx: &mut stamped::Producer<u64>, v| tx.try_push(v);
+    producer_sees_the_consumer_gone(stamped::channel(4), push, |rx| rx.try_pop());
 }
 
 #[test]
