@@ -202,14 +202,6 @@ impl BumpArena {
         self.exhausted.set(self.exhausted.get() + 1);
     }
 
-    /// Renamed [`try_alloc_layout`](Self::try_alloc_layout), which hands the layout
-    /// back in [`Exhausted`] rather than returning `None`.
-    #[deprecated(note = "use BumpArena::try_alloc_layout(layout).ok()")]
-    #[inline]
-    pub fn alloc_layout(&self, layout: Layout) -> Option<NonNull<u8>> {
-        self.try_alloc_layout(layout).ok()
-    }
-
     /// Moves `value` into the arena, or hands it back in [`Exhausted`] (counted) if the
     /// arena is full.
     ///
@@ -241,15 +233,6 @@ impl BumpArena {
         }
     }
 
-    /// Renamed [`try_alloc`](Self::try_alloc), which hands the value back in
-    /// [`Exhausted`].
-    #[deprecated(note = "use BumpArena::try_alloc(value).map_err(Exhausted::into_inner)")]
-    #[inline]
-    #[allow(clippy::mut_from_ref)]
-    pub fn alloc<T>(&self, value: T) -> Result<&mut T, T> {
-        self.try_alloc(value).map_err(Exhausted::into_inner)
-    }
-
     /// Makes a value in the arena with `f`, called only if there is room; if the
     /// arena is full, `f` is handed back uncalled in [`Exhausted`] (counted).
     ///
@@ -271,14 +254,6 @@ impl BumpArena {
             p.as_ptr().write(f());
             Ok(&mut *p.as_ptr())
         }
-    }
-
-    /// Renamed [`try_alloc_with`](Self::try_alloc_with).
-    #[deprecated(note = "use BumpArena::try_alloc_with(f).ok()")]
-    #[inline]
-    #[allow(clippy::mut_from_ref)]
-    pub fn alloc_with<T>(&self, f: impl FnOnce() -> T) -> Option<&mut T> {
-        self.try_alloc_with(f).ok()
     }
 
     /// A slice of `len` values made by `f(0)`, `f(1)`, ...; if the arena has not room
@@ -310,17 +285,6 @@ impl BumpArena {
         // SAFETY: all `len` values were written just above, and the room is this
         // borrow's alone, as in `try_alloc`.
         Ok(unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), len) })
-    }
-
-    /// Renamed [`try_alloc_slice_fill_with`](Self::try_alloc_slice_fill_with).
-    #[deprecated(note = "use BumpArena::try_alloc_slice_fill_with(len, f).ok()")]
-    #[allow(clippy::mut_from_ref)]
-    pub fn alloc_slice_fill_with<T>(
-        &self,
-        len: usize,
-        f: impl FnMut(usize) -> T,
-    ) -> Option<&mut [T]> {
-        self.try_alloc_slice_fill_with(len, f).ok()
     }
 
     /// What the arena holds and has refused so far.

@@ -57,10 +57,6 @@ pub struct FreelistStats {
     pub exhausted: u64,
 }
 
-/// Renamed [`FreelistBox`].
-#[deprecated(note = "renamed handoff_pool::FreelistBox")]
-pub type Local<'a, T> = FreelistBox<'a, T>;
-
 /// An object in a [`Freelist`] slot. Dropping it drops the object and frees the slot;
 /// forgetting it leaks the object and the slot (never reused) until the pool is
 /// dropped.
@@ -153,12 +149,6 @@ impl<T> Freelist<T> {
             available: self.available(),
             exhausted: self.exhausted.get(),
         }
-    }
-
-    /// Renamed: the `exhausted` field of [`stats`](Self::stats).
-    #[deprecated(note = "use Freelist::stats().exhausted")]
-    pub fn exhausted_count(&self) -> u64 {
-        self.exhausted.get()
     }
 
     /// Moves the object out of its slot, frees the slot and returns the object; an

@@ -35,10 +35,7 @@
 //! | give back, drop in place | `free`, or drop the handle | `free`, or drop the box | `Releaser::free` | `Releaser::free` | |
 //! | another pool's object | `Err(Foreign(handle))` | the same | the same | the same | |
 //! | counters | `stats()` | `stats()` | `stats()` on each half | `stats()` on each half | `stats()` |
-//!
-//! The names before this vocabulary (`Pool::alloc`, `Obj`, `Raw`, `Local`,
-//! `exhausted_count`, `with_magazine`, `BumpArena::alloc` returning `Result<&mut T, T>`,
-//! ...) still compile, deprecated, with a note naming their replacement.
+
 //!
 //! # Guarantees
 //! * Exhaustion is a normal outcome: `try_alloc` hands the value back in
@@ -85,11 +82,7 @@ mod sync;
 pub use arena::ArenaBox;
 pub use bump::{BumpArena, BumpStats};
 pub use error::{ConfigError, Exhausted, Foreign};
-#[allow(deprecated)]
-pub use freelist::Local;
 pub use freelist::{Freelist, FreelistBox, FreelistStats};
 pub use policy::Capacity;
-#[allow(deprecated)]
-pub use pool::{Obj, Raw};
 pub use pool::{Pool, PoolConfig, PoolStats, Pooled, PooledRaw};
 pub use return_queue::PoolBox;

@@ -92,12 +92,6 @@ impl<T, P: Policy> PerNode<T, P> {
     pub fn try_alloc(&self, value: T) -> Result<Pooled<'_, T, P>, Exhausted<T>> {
         self.local().try_alloc(value)
     }
-
-    /// Renamed [`try_alloc`](Self::try_alloc).
-    #[deprecated(note = "renamed PerNode::try_alloc")]
-    pub fn alloc(&self, value: T) -> Result<Pooled<'_, T, P>, Exhausted<T>> {
-        self.try_alloc(value)
-    }
 }
 
 impl<T, P: Policy> core::fmt::Debug for PerNode<T, P> {

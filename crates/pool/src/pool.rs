@@ -167,45 +167,6 @@ impl<T, P: Policy> Pool<T, P> {
         })
     }
 
-    /// Renamed: [`with_config`](Self::with_config) with a [`PoolConfig`] whose
-    /// `magazine` is set.
-    #[deprecated(
-        note = "use Pool::with_config(PoolConfig { magazine, ..PoolConfig::new(capacity) })"
-    )]
-    pub fn with_magazine(capacity: Capacity, magazine: usize) -> Result<Self, ConfigError> {
-        Self::with_config(PoolConfig {
-            magazine,
-            ..PoolConfig::new(capacity)
-        })
-    }
-
-    /// Renamed: [`with_config`](Self::with_config) with a [`PoolConfig`] whose
-    /// `placement` is set.
-    #[deprecated(
-        note = "use Pool::with_config(PoolConfig { placement, ..PoolConfig::new(capacity) })"
-    )]
-    pub fn with_placement(capacity: Capacity, placement: Placement) -> Result<Self, ConfigError> {
-        Self::with_config(PoolConfig {
-            placement,
-            ..PoolConfig::new(capacity)
-        })
-    }
-
-    /// Renamed: [`with_config`](Self::with_config), the same three settings as fields of
-    /// a [`PoolConfig`].
-    #[deprecated(note = "use Pool::with_config(PoolConfig { capacity, magazine, placement })")]
-    pub fn with_options(
-        capacity: Capacity,
-        magazine: usize,
-        placement: Placement,
-    ) -> Result<Self, ConfigError> {
-        Self::with_config(PoolConfig {
-            capacity,
-            placement,
-            magazine,
-        })
-    }
-
     /// Moves `value` into a free slot (growing the pool if it may and must), or hands
     /// it back in [`Exhausted`] (counted in [`stats`](Self::stats)) if every slot is in
     /// use.
@@ -220,13 +181,6 @@ impl<T, P: Policy> Pool<T, P> {
     #[inline(always)]
     pub fn try_alloc(&self, value: T) -> Result<Pooled<'_, T, P>, Exhausted<T>> {
         self.try_alloc_raw(value).map(|raw| Pooled { raw })
-    }
-
-    /// Renamed [`try_alloc`](Self::try_alloc).
-    #[deprecated(note = "renamed Pool::try_alloc")]
-    #[inline(always)]
-    pub fn alloc(&self, value: T) -> Result<Pooled<'_, T, P>, Exhausted<T>> {
-        self.try_alloc(value)
     }
 
     /// As [`try_alloc`](Self::try_alloc), but the handle does not release the object
@@ -255,13 +209,6 @@ impl<T, P: Policy> Pool<T, P> {
             token,
             pool: self,
         })
-    }
-
-    /// Renamed [`try_alloc_raw`](Self::try_alloc_raw).
-    #[deprecated(note = "renamed Pool::try_alloc_raw")]
-    #[inline(always)]
-    pub fn alloc_raw(&self, value: T) -> Result<PooledRaw<'_, T, P>, Exhausted<T>> {
-        self.try_alloc_raw(value)
     }
 
     #[cold]
@@ -334,12 +281,6 @@ impl<T, P: Policy> Pool<T, P> {
             capacity: self.capacity(),
             exhausted: self.exhausted.load(Ordering::Relaxed),
         }
-    }
-
-    /// Renamed: the `exhausted` field of [`stats`](Self::stats).
-    #[deprecated(note = "use Pool::stats().exhausted")]
-    pub fn exhausted_count(&self) -> u64 {
-        self.stats().exhausted
     }
 
     /// The policy's name (`single_threaded`, `locked`, `lock_free`, `thread_cached`).
@@ -526,11 +467,3 @@ impl<T: fmt::Debug, P: Policy> fmt::Debug for PooledRaw<'_, T, P> {
         fmt::Debug::fmt(&**self, f)
     }
 }
-
-/// Renamed [`Pooled`].
-#[deprecated(note = "renamed handoff_pool::Pooled")]
-pub type Obj<'a, T, P = SingleThreaded> = Pooled<'a, T, P>;
-
-/// Renamed [`PooledRaw`].
-#[deprecated(note = "renamed handoff_pool::PooledRaw")]
-pub type Raw<'a, T, P = SingleThreaded> = PooledRaw<'a, T, P>;

@@ -477,37 +477,3 @@ fn freelist_release_and_free_refuse_a_foreign_box() {
     assert_eq!(a.available(), 1);
     ledger.assert_dropped(|_| true);
 }
-
-/// The names before the one vocabulary still work, deprecated, and do what their
-/// replacements do.
-#[test]
-#[allow(deprecated)]
-fn deprecated_names_still_work() {
-    use handoff_pool::{BumpArena, Capacity, Pool, PoolConfig};
-    let pool = Pool::<u64>::with_magazine(Capacity::Fixed(1), 4).unwrap();
-    let held: handoff_pool::Obj<'_, u64> = pool.alloc(1).unwrap();
-    assert!(pool.alloc_raw(2).is_err());
-    assert_eq!(pool.exhausted_count(), 1);
-    let raw: handoff_pool::Raw<'_, u64> = held.into_raw();
-    assert_eq!(pool.release(raw).unwrap(), 1);
-    let cfg = PoolConfig::new(Capacity::Fixed(2));
-    let same = Pool::<u64>::with_options(cfg.capacity, cfg.magazine, cfg.placement).unwrap();
-    assert_eq!(same.capacity(), 2);
-    let placed = Pool::<u64>::with_placement(Capacity::Fixed(3), cfg.placement).unwrap();
-    assert_eq!(placed.capacity(), 3);
-
-    let list = Freelist::<u8>::new(1).unwrap();
-    let _one: handoff_pool::Local<'_, u8> = list.try_alloc(1).unwrap();
-    assert!(list.try_alloc(2).is_err());
-    assert_eq!(list.exhausted_count(), 1);
-
-    let arena = BumpArena::new(8).unwrap();
-    assert_eq!(*arena.alloc(7u64).unwrap(), 7);
-    assert_eq!(arena.alloc(8u64), Err(8));
-    assert!(arena.alloc_with(|| 1u8).is_none());
-    assert!(arena.alloc_slice_fill_with(1, |_| 1u8).is_none());
-    assert!(arena
-        .alloc_layout(std::alloc::Layout::new::<u8>())
-        .is_none());
-    assert_eq!(arena.stats().exhausted, 4);
-}
