@@ -4,7 +4,7 @@
 //! The two used to be two atomics, stored one after the other; a thread freeing a big
 //! block mapped before the arena existed, while another reserved a reduced arena,
 //! could load the old shape (the full arena's, 16 TiB) with the new base, and decode an
-//! address just above the reduced arena as a small block inside it (issue 47; the loom
+//! address just above the reduced arena as a small block inside it (the loom
 //! model in `tests/loom.rs` finds that interleaving). One word cannot be seen half
 //! written.
 //!

@@ -112,7 +112,7 @@ pub const fn class_size(c: usize) -> usize {
 /// Bytes left unused at the start of every class region, before the class's page of
 /// stagger ([`first_block`]): blocks are laid end to end from a `2^REGION_BITS`-aligned
 /// region start plus this and the stagger. With the blocks of every class
-/// aligned to their size (the head at 0), document 004's test at 256 MiB took 47.8 ns
+/// aligned to their size (the head at 0), the size-class allocator write-up's test at 256 MiB took 47.8 ns
 /// per pair; with a head of 64 or 128 bytes, 42.2-42.7 (12 alternated rounds each,
 /// faster in 12 of 12; at 1-64 MiB no difference beyond the noise). A head of 64 bytes
 /// on the classes that are no more than 64-byte aligned anyway gained nothing, so it is
@@ -130,7 +130,7 @@ pub const CLASS_STAGGER: usize = 4096;
 /// pages ([`CLASS_STAGGER`]), at most 116 KiB, inside the region's first commit.
 ///
 /// Every region starts on a `2^REGION_BITS` boundary, so without the stagger the k-th
-/// page of every class had the same address bits below bit 32, and document 004's
+/// page of every class had the same address bits below bit 32, and the size-class allocator write-up's
 /// test, whose blocks come from 18 classes at once, touched pages whose lower page
 /// numbers were all alike. With the first blocks a page apart per class, `runner alloc`'s
 /// sweep (8 alternated rounds, medians) went from 15.4 / 17.1 / 32.1 to 13.4 / 15.5 /
@@ -173,7 +173,7 @@ pub const MAX_CLASS_ALIGN: usize = 4096;
 /// `size + align - REGION_HEAD` bytes, and the caller hands out the block's address
 /// rounded up to `align` ([`aligned_within`]), which lies at most
 /// `align - REGION_HEAD` bytes into the block. The free rounds it back down
-/// ([`block_of_aligned`]). Until issue 48 such requests were mappings of their own: a
+/// ([`block_of_aligned`]). In earlier versions such requests were mappings of their own: a
 /// page each, 7.3 us per allocation, and one mapping per hole when every other one was
 /// freed.
 #[inline(always)]

@@ -35,8 +35,8 @@ use outbox::{Outbox, BATCH, EMPTY_OUTBOX, OUTBOXES};
 /// from new memory (half a magazine, or fewer blocks of the bigger classes; at least
 /// one). The thread hands out its magazine before it looks at the blocks other threads
 /// returned, so a batch is stock it keeps in use: with half a magazine of every class
-/// (until issue 48's third round), a thread that makes blocks of 128 KiB and more for
-/// others kept 4-6 MiB per refill circulating, and its depot never went stale.
+/// (earlier versions), a thread that makes blocks of 128 KiB and more for others kept
+/// 4-6 MiB per refill circulating, and its depot never went stale.
 const REFILL_BYTES: usize = 64 << 10;
 /// Blocks of each class a refill moves at a time (see [`REFILL_BYTES`]).
 static REFILL_BATCH: [u32; NUM_CLASSES] = blocks_within(REFILL_BYTES, MAG as u32 / 2);
@@ -194,7 +194,7 @@ fn reserve_arena() -> Option<*mut u8> {
         // Every arena is aligned to a heap's span (each heap's span then is too), so
         // that the free fast path tells from the bits of an address above its class's
         // region offset whether it lies in the thread's heap, and which class it is in
-        // (`imp::push_local`). Until issue 48 only the full arena was, and every free in
+        // (`imp::push_local`). In earlier versions only the full arena was, and every free in
         // a reduced one took the slow path.
         let align = geo.span();
         let base = os::reserve(geo.arena_size(), align);
@@ -1460,7 +1460,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "maps memory")]
     fn big_blocks_freed_by_another_heap_reach_their_owner_a_few_at_a_time() {
-        // Until issue 48 a freeing heap held 64 blocks of every class (16 MiB of the
+        // In earlier versions a freeing heap held 64 blocks of every class (16 MiB of the
         // 256 KiB class) before it sent them.
         with_heap(|owner| {
             for size in [256 << 10, 64 << 10, 16 << 10] {

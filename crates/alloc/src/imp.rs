@@ -33,7 +33,7 @@ fn pop_local(c: usize) -> *mut u8 {
 /// one comparison do both tests, and a block freed with a layout other than the one it
 /// was made with still goes back to its own class. The shift is read from the thread's
 /// binding, not a constant, so that a reduced arena (smaller regions) takes the same
-/// path: until issue 48 the shift was the full arena's constant, every free in a reduced
+/// path: in earlier versions the shift was the full arena's constant, every free in a reduced
 /// arena took the slow path, and its pair cost 2.75 times the full arena's; with the
 /// shift read, the full arena's pair did not change beyond the noise (see
 /// docs/alloc.md).

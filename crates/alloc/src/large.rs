@@ -5,8 +5,8 @@
 //! first cut and never uncommitted. Committed slots are all readable and writable and
 //! lie end to end, so the kernel keeps them in one mapping however many are freed:
 //! freeing every other one of 140 000 blocks of 1 MiB no longer makes 70 000 holes in
-//! 70 000 mappings (the kernel's limit is 65 530), as a mapping per block did until
-//! issue 48. A freed slot gives its memory back with `MADV_DONTNEED`, except the most
+//! 70 000 mappings (the kernel's limit is 65 530), as a mapping per block did in earlier
+//! versions. A freed slot gives its memory back with `MADV_DONTNEED`, except the most
 //! recently freed slot of each class up to 1 MiB ([`DIRTY_MAX`], [`DIRTY_SIZE_MAX`]),
 //! which the next allocation of the class reuses as it is.
 //!

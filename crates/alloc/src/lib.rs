@@ -2,8 +2,8 @@
 //!
 //! ---
 //!
-//! A size-class global allocator for Rust hot paths, after document 004 ("(Re)Actor
-//! Allocation at 15 CPU Cycles"), made correct for every Rust program: any thread may
+//! A size-class global allocator for Rust hot paths, after the write-up "(Re)Actor
+//! Allocation at 15 CPU Cycles", made correct for every Rust program: any thread may
 //! allocate, and any thread may free what another allocated.
 //!
 //! ```

@@ -25,7 +25,7 @@
 //! A block of [`RELEASE_REMOTE_MIN`] or more that a thread frees to a heap nobody owns
 //! gives back its pages past the first at once ([`on_remote_free`]).
 //!
-//! Until issue 48 an exited heap kept all of its memory resident, and a class whose
+//! In earlier versions an exited heap kept all of its memory resident, and a class whose
 //! blocks were all free was forgotten (cut again from its region's start); waves of
 //! short-lived threads then grew the process by a few MiB per wave, without bound.
 //! Until its second round a live thread kept every free block for as long as it lived.
@@ -50,7 +50,7 @@ pub(crate) static RELEASE_CALLS: AtomicU64 = AtomicU64::new(0);
 /// Bytes of free blocks a heap keeps resident each time its free memory is given back
 /// (a purge, stale stock at exit, an idle heap, `trim`), the smallest classes' lowest
 /// blocks first: the thread that uses it next finds them without a page fault. (256 KiB
-/// until issue 48's second round: with a heap per thread alive at once, that was most of
+/// in earlier versions: with a heap per thread alive at once, that was most of
 /// what heaps nobody used kept.)
 const KEEP: usize = 64 << 10;
 
@@ -101,7 +101,7 @@ pub(crate) unsafe fn release_pages_within(base: *mut u8, lo: usize, hi: usize) {
 pub(crate) const DECAY_NS: u64 = 1_000_000_000;
 /// How often, at most, a thread that keeps allocating looks at its heap's free stock
 /// ([`Heap::purge`]), and how long a depot entry it has not taken keeps its memory.
-/// (A second, with half a second's staleness, until issue 48's third round: the
+/// (A second, with half a second's staleness, in earlier versions: the
 /// long-lived thread of tests/thread_waves.rs then still held the stock of a wave whose
 /// workers had run late a second or two later, so the growth measured after the last
 /// wave reached 27 and 37 MiB in two of ten release runs with 100 workers a wave.)

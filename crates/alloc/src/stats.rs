@@ -103,7 +103,7 @@ pub struct Stats {
     pub purges: u64,
     /// Frees of a thread's own small blocks that the fast path did not take, ever: the
     /// magazine was full (one free in 32 or so when a thread frees many in a row).
-    /// Until issue 48 every free in a reduced arena was one.
+    /// In earlier versions every free in a reduced arena was one.
     pub own_frees_slow: u64,
     /// Small blocks cut from never-used memory, ever.
     pub blocks_carved: u64,

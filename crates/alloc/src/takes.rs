@@ -1,4 +1,4 @@
-//! Document 004's three designs for finding a block's size class at `free`, built as
+//! The size-class allocator write-up's three designs for finding a block's size class at `free`, built as
 //! small single-threaded allocators so that `runner alloc` can show what each step
 //! buys: **Take 1** keeps a header before every block, **Take 2** one header per 4 KiB
 //! page (the document's "bucket page header"), **Take 3** reads the class from the

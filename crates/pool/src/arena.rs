@@ -1,4 +1,4 @@
-//! The rotating arena (document 000's "arena-batch-handoff"): the allocating thread
+//! The rotating arena (the cross-thread pipeline write-up's "arena-batch-handoff"): the allocating thread
 //! bump-allocates from one of several arenas; the releasing thread acknowledges each
 //! object on its arena's drain counter; an arena is filled again only when every object
 //! of its last fill has been acknowledged.
@@ -39,7 +39,7 @@ use crate::slab::{leave, prefetch_write, Owned, RetireOnDrop, Side, Slab, Teardo
 use crate::sync::{AtomicUsize, Ordering, Shadow};
 use crate::{ConfigError, Exhausted, Foreign};
 
-/// Sizes of a rotating arena. The defaults are document 000's: 4 arenas of 4096 slots
+/// Sizes of a rotating arena. The defaults are the cross-thread pipeline write-up's: 4 arenas of 4096 slots
 /// (16 Ki objects in flight at most).
 ///
 /// ```
@@ -439,7 +439,7 @@ impl<T> DerefMut for ArenaBox<T> {
 }
 
 impl<T> ArenaBox<T> {
-    /// Which arena the object lives in (document 000's `arena_idx`).
+    /// Which arena the object lives in (the cross-thread pipeline write-up's `arena_idx`).
     ///
     /// ```
     /// let (mut alloc, _release) = handoff_pool::arena::new::<u8>(Default::default()).unwrap();

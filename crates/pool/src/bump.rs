@@ -1,5 +1,5 @@
 //! [`BumpArena`]: one buffer, a moving offset, everything freed at once by `reset`
-//! (document 003's `ArenaAllocator`), made safe by the borrow checker.
+//! (the memory-patterns write-up's `ArenaAllocator`), made safe by the borrow checker.
 
 use core::alloc::Layout;
 use core::cell::Cell;
@@ -33,7 +33,7 @@ pub struct BumpStats {
 ///   `reset` takes `&mut self`, so no reference into the arena can outlive a reset
 ///   (the compiler refuses it).
 /// * Every allocation is aligned to its type's (or its [`Layout`]'s) alignment;
-///   the buffer itself starts on a cache line (a page when placed). Document 003
+///   the buffer itself starts on a cache line (a page when placed). The memory-patterns write-up
 ///   rounds every allocation up to 64 bytes; for that, allocate a
 ///   `#[repr(align(64))]` type.
 /// * A full arena is a normal outcome: every `try_alloc*` hands its argument back in
@@ -154,7 +154,7 @@ impl BumpArena {
         })
     }
 
-    /// Room for `layout`, uninitialised (document 003's `allocate(size)`), or the
+    /// Room for `layout`, uninitialised (the memory-patterns write-up's `allocate(size)`), or the
     /// layout handed back in [`Exhausted`] (counted in [`stats`](Self::stats)) if the
     /// arena has not enough left.
     ///
@@ -319,7 +319,7 @@ impl BumpArena {
         self.used.set(0);
     }
 
-    /// Bytes in use, alignment padding included (document 003's `get_used`).
+    /// Bytes in use, alignment padding included (the memory-patterns write-up's `get_used`).
     ///
     /// ```
     /// let arena = handoff_pool::BumpArena::new(64).unwrap();
@@ -332,7 +332,7 @@ impl BumpArena {
         self.used.get()
     }
 
-    /// Bytes left (document 003's `get_available`).
+    /// Bytes left (the memory-patterns write-up's `get_available`).
     ///
     /// ```
     /// let arena = handoff_pool::BumpArena::new(64).unwrap();

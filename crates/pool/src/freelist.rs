@@ -1,5 +1,5 @@
 //! A single-thread pool: a slab and a stack of its free slots. The baseline the
-//! cross-thread pools are measured against (document 000's "plain freelist").
+//! cross-thread pools are measured against (the cross-thread pipeline write-up's "plain freelist").
 
 use core::cell::{Cell, UnsafeCell};
 use core::fmt;

@@ -3,7 +3,8 @@
 //! ---
 //!
 //! Object pools for the hot path of a trading system, where an object is made on one
-//! thread and freed on another (document 000's cross-thread Order pipeline).
+//! thread and freed on another (the Order pipeline of the write-up on handing objects
+//! between threads).
 //!
 //! * [`return_queue`]: a freelist owned by the allocating thread, refilled in batches
 //!   from an SPSC *return ring* that the releasing thread pushes freed slots onto.

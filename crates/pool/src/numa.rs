@@ -1,4 +1,4 @@
-//! NUMA placement of a pool's or an arena's memory (document 003's `NUMAAllocator`),
+//! NUMA placement of a pool's or an arena's memory (the memory-patterns write-up's `NUMAAllocator`),
 //! with the kernel's own calls (`mmap` + `mbind`), no libnuma.
 //!
 //! A [`Placement`] other than [`Placement::Default`] makes the memory an anonymous

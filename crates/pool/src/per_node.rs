@@ -1,5 +1,5 @@
 //! One [`Pool`] per NUMA node, each placed on its node; a thread takes from the pool of
-//! the node it runs on (document 003's `PerThreadPool`, which pre-creates a pool per
+//! the node it runs on (the memory-patterns write-up's `PerThreadPool`, which pre-creates a pool per
 //! node and picks one with `numa_node_of_cpu(sched_getcpu())`).
 
 use alloc::vec::Vec;

@@ -1,4 +1,4 @@
-//! The return-queue pool (document 000's "freelist-return-queue"): objects made on one
+//! The return-queue pool (the cross-thread pipeline write-up's "freelist-return-queue"): objects made on one
 //! thread, freed on another, their slots sent back through an SPSC ring.
 //!
 //! * The [`Allocator`] owns a local freelist (a stack of free slot addresses), seeded
@@ -58,7 +58,7 @@ use crate::slab::{leave, prefetch_write, Owned, RetireOnDrop, Side, Slab, SlotPt
 use crate::sync::Shadow;
 use crate::{ConfigError, Exhausted, Foreign};
 
-/// Sizes of a return-queue pool. The defaults are document 000's: 4096 slots, a
+/// Sizes of a return-queue pool. The defaults are the cross-thread pipeline write-up's: 4096 slots, a
 /// return ring of depth 1024, drained 32 at a time.
 ///
 /// ```

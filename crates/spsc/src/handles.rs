@@ -740,7 +740,7 @@ impl<T, B: Backing> Drop for Consumer<T, B> {
         // release nothing (a later store by the same thread does not continue an
         // earlier release's sequence), so those reads would not happen before its
         // writes: a data race in Rust's memory model, and on weakly ordered CPUs a read
-        // that sees the producer's next item (issue 47; Miri's seeds 0, 1, 25, 28 and
+        // that sees the producer's next item (Miri's seeds 0, 1, 25, 28 and
         // 29 found it, and `tests/loom.rs` `consumer_leaves_*` does every time).
         self.raw.header().head.store(self.head, Ordering::Release);
         // SAFETY: called once, from this handle's destructor.

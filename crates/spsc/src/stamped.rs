@@ -108,7 +108,7 @@ impl<T> Drop for Producer<T> {
 
 impl<T> Drop for Consumer<T> {
     fn drop(&mut self) {
-        // No index to publish here (the default ring's consumer has one, issue 47):
+        // No index to publish here (the default ring's consumer has one):
         // every pop already stored `head` with release, after its read of the slot, and
         // no call takes a slot without popping it.
         self.shared.leave();

@@ -1,4 +1,4 @@
-//! Allocation profiling (document 003's `AllocationProfiler` and
+//! Allocation profiling (the memory-patterns write-up's `AllocationProfiler` and
 //! `ProfiledAllocator`): the latency of every allocate and every release, as two
 //! [`Latency`] recordings.
 //!

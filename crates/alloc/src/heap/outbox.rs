@@ -10,7 +10,7 @@ use super::*;
 pub(super) const BATCH: u32 = 64;
 /// The most bytes of blocks one outbox holds before it is sent: a thread that only
 /// frees other threads' blocks keeps at most about this much per outbox (a block more)
-/// away from their owners until its next flush. Until issue 48 every class sent 64
+/// away from their owners until its next flush. In earlier versions every class sent 64
 /// blocks at a time: 16 MiB per outbox of 256 KiB blocks, across 128 outboxes.
 pub(super) const OUTBOX_BYTES: usize = 256 << 10;
 /// Blocks of each class an outbox sends at a time: [`BATCH`], or fewer so that a batch

@@ -5,7 +5,7 @@
 //!   none) and a generation in the high 32 bits, bumped by every successful swap. A
 //!   thread that read the head, then slept while others popped that slot, popped more
 //!   and pushed it back, finds a different generation and retries: the ABA case of
-//!   the pool printed in document 003, whose bare-pointer head would hand the second
+//!   the pool printed in the memory-patterns write-up, whose bare-pointer head would hand the second
 //!   slot out twice. (A generation repeats after 2^32 changes; a thread would have
 //!   to sleep through exactly a multiple of that between its read and its swap.)
 //! * Each slot's link is an `AtomicU32` in a separate array, never in the slot: a

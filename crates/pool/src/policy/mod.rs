@@ -1,4 +1,4 @@
-//! The thread-safety policies of [`Pool`](crate::Pool) (document 001's NONE / MUTEX /
+//! The thread-safety policies of [`Pool`](crate::Pool) (the pool-policy write-up's NONE / MUTEX /
 //! LOCKFREE, plus per-thread caches), chosen by a type parameter so that a pool pays
 //! only for the synchronisation it names:
 //!
@@ -163,17 +163,17 @@ pub unsafe trait Store<T>: Sized {
     fn capacity(&self) -> usize;
 }
 
-/// Document 001's NONE: no synchronisation at all. The pool is `Send` but not
+/// The pool-policy write-up's NONE: no synchronisation at all. The pool is `Send` but not
 /// `Sync`, so the compiler keeps it on one thread at a time, and its objects too.
 #[derive(Clone, Copy, Debug)]
 pub struct SingleThreaded;
 
-/// Document 001's MUTEX: one `std::sync::Mutex` around the free stack.
+/// The pool-policy write-up's MUTEX: one `std::sync::Mutex` around the free stack.
 #[cfg(any(feature = "std", loom))]
 #[derive(Clone, Copy, Debug)]
 pub struct Locked;
 
-/// Document 001's LOCKFREE, made ABA-safe: a Treiber stack of 32-bit slot indices
+/// The pool-policy write-up's LOCKFREE, made ABA-safe: a Treiber stack of 32-bit slot indices
 /// whose head carries a 32-bit generation bumped on every change, so a thread that
 /// read an old head cannot swap it in after others popped and pushed the same slot.
 /// The links live beside the slots, as atomics, so a stale reader never races with

@@ -409,7 +409,7 @@ impl<T> CachedStore<T> {
     /// they may be exiting and about to hand their magazines back. The end of a
     /// `std::thread::scope` does not wait for its threads' thread-local destructors,
     /// which do that; without this wait an allocation right after a scope found the
-    /// scope's slots still in its threads' magazines (1005 of 2000 tries in issue 34's
+    /// scope's slots still in its threads' magazines (1005 of 2000 tries in an earlier
     /// test). `None` when no other thread holds magazines, or when none handed any
     /// back in time.
     #[cfg(not(loom))]
