@@ -40,7 +40,8 @@
 //!
 //! # Guarantees
 //! * Exhaustion is a normal outcome: `try_alloc` hands the value back in
-//!   [`Exhausted`] and counts the miss. Nothing blocks.
+//!   [`Exhausted`] and counts the miss. Nothing blocks, but
+//!   [`Pool::try_alloc_within`], which waits as long as its caller says.
 //! * Releasing takes the box by value, so a double release does not compile; a box
 //!   from another pool is handed back in [`Foreign`], untouched.
 //! * Every object is dropped exactly once: when released, or when its box is dropped

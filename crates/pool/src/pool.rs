@@ -183,6 +183,56 @@ impl<T, P: Policy> Pool<T, P> {
         self.try_alloc_raw(value).map(|raw| Pooled { raw })
     }
 
+    /// As [`try_alloc`](Self::try_alloc), but when every slot is in use, tries again,
+    /// yielding the CPU between tries (`std::thread::yield_now`), until another thread
+    /// gives one back or `timeout` has passed; then hands `value` back in [`Exhausted`]
+    /// (counted once). The one call of the pools that waits, and only as long as its
+    /// caller says; `Duration::ZERO` makes one try. What it is for: a
+    /// [`ThreadCached`](crate::policy::ThreadCached) pool right after a
+    /// `std::thread::scope`, whose threads hand their magazines back in their
+    /// thread-local destructors, which the scope does not wait for (a few milliseconds
+    /// are enough unless the machine is busy), or a consumer that releases objects
+    /// while this thread allocates.
+    ///
+    /// ```
+    /// use handoff_pool::policy::ThreadCached;
+    /// use handoff_pool::{Capacity, Pool};
+    /// use std::time::Duration;
+    /// let pool = Pool::<u64, ThreadCached>::new(Capacity::Fixed(1)).unwrap();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| drop(pool.try_alloc(1).unwrap())); // its magazine keeps the slot
+    /// });
+    /// // The scope's thread may not have handed its magazine back yet: wait up to 1 s.
+    /// let o = pool.try_alloc_within(2, Duration::from_secs(1)).unwrap();
+    /// assert_eq!(*o, 2);
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn try_alloc_within(
+        &self,
+        value: T,
+        timeout: std::time::Duration,
+    ) -> Result<Pooled<'_, T, P>, Exhausted<T>> {
+        // No deadline for a timeout too long to add: it waits as long as it takes.
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        loop {
+            if let Some((ptr, token)) = self.store.pop() {
+                // SAFETY: a slot just popped holds no value and is ours alone.
+                unsafe { ptr.as_ptr().write(value) };
+                let raw = PooledRaw {
+                    ptr,
+                    token,
+                    pool: self,
+                };
+                return Ok(Pooled { raw });
+            }
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                self.count_exhausted();
+                return Err(Exhausted(value));
+            }
+            std::thread::yield_now();
+        }
+    }
+
     /// As [`try_alloc`](Self::try_alloc), but the handle does not release the object
     /// when dropped: give it back with [`release`](Self::release) or
     /// [`free`](Self::free). A `PooledRaw` that is simply dropped leaks its object and

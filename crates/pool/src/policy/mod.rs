@@ -190,13 +190,14 @@ pub struct LockFree;
 /// When a thread exits, its magazines go to the depot; the pool may be used from
 /// thread-local destructors, before or after that happens (after it, directly at the
 /// depot). That hand-over runs in the thread's thread-local destructors, which
-/// `std::thread::scope` does not wait for; so an allocation that finds a fixed pool
-/// exhausted while other threads hold magazines waits (yielding, up to 5 ms) for such
-/// threads to exit and hand them back, and right after a scope returns its threads'
-/// slots are available. When no other thread holds magazines, an exhausted pool
-/// refuses at once; when the threads that hold them live on, it refuses after the
-/// wait (size the pool for `threads × 2 × magazine` slots on top of what is live, or
-/// call [`Pool::flush`](crate::Pool::flush) on those threads).
+/// `std::thread::scope` does not wait for: right after a scope returns, its threads'
+/// slots may still be in their magazines. An allocation that finds the pool exhausted
+/// never waits ([`Pool::try_alloc`](crate::Pool::try_alloc) refuses at once); a
+/// caller that can wait for such threads says how long, with
+/// [`Pool::try_alloc_within`](crate::Pool::try_alloc_within). Threads that live on
+/// keep their magazines: size the pool for `threads × 2 × magazine` slots on top of
+/// what is live, or call [`Pool::flush`](crate::Pool::flush) on those threads.
+/// (Until 2026-11-29 an exhausted allocation waited up to 5 ms by itself.)
 #[cfg(any(feature = "std", loom))]
 #[derive(Clone, Copy, Debug)]
 pub struct ThreadCached;

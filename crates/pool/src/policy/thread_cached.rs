@@ -84,15 +84,6 @@ impl<T> Depot<T> {
     }
 }
 
-/// How long an allocation that finds the pool exhausted waits for other threads that
-/// hold magazines to exit and hand them back ([`CachedStore::pop_exhausted`]). Under
-/// Miri, whose clock counts interpreted steps (a thread's start and exit take tens of
-/// its milliseconds), 1 s: with 5 ms, tests/scope_exit.rs was refused 1 or 2 times in
-/// 10 in Miri's schedules.
-#[cfg(not(loom))]
-const EXIT_WAIT: std::time::Duration =
-    std::time::Duration::from_millis(if cfg!(miri) { 1000 } else { 5 });
-
 /// The depot's lock: one the fork handlers hold across a fork (see
 /// [`per_thread`](super::per_thread)); loom's mutex under loom.
 #[cfg(not(loom))]
@@ -132,10 +123,6 @@ struct Shared<T> {
     lock: DepotLock,
     depot: core::cell::UnsafeCell<Depot<T>>,
     magazine: usize,
-    /// Threads that have magazines in this store and have not handed them back at
-    /// exit yet (`make_mags` counts one up, `retire_entry` down).
-    #[cfg(not(loom))]
-    holders: core::sync::atomic::AtomicUsize,
 }
 
 impl<T> Shared<T> {
@@ -345,12 +332,6 @@ unsafe fn retire_entry<T>(shared: *const (), entry: *const ()) {
     // SAFETY: the calling thread's own entry, not borrowed anywhere else.
     if let Some(mags) = unsafe { (*entry.get()).take() } {
         mags.retire(shared);
-        // Release: a thread that sees the count drop (acquire, `pop_exhausted`) then
-        // takes the depot's lock, which orders the magazines anyway; the count only
-        // tells it when to look.
-        shared
-            .holders
-            .fetch_sub(1, core::sync::atomic::Ordering::Release);
     }
 }
 
@@ -393,54 +374,24 @@ impl<T> CachedStore<T> {
         let mags = unsafe { &mut *entry.get() };
         if mags.is_none() {
             *mags = Some(Mags::new(self.magazine));
-            // Relaxed: a count that only tells an allocation that found the pool
-            // exhausted whether other threads hold magazines (`pop_exhausted`).
-            self.shared()
-                .holders
-                .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
             let at: *const Entry<T> = entry;
             per_thread::remember(self.key, at.cast());
         }
         true
     }
 
-    /// An allocation that found no free slot (the pool is at its capacity): while other
-    /// threads hold magazines of this store, waits up to [`EXIT_WAIT`] for them, since
-    /// they may be exiting and about to hand their magazines back. The end of a
-    /// `std::thread::scope` does not wait for its threads' thread-local destructors,
-    /// which do that; without this wait an allocation right after a scope found the
-    /// scope's slots still in its threads' magazines (1005 of 2000 tries in an earlier
-    /// test). `None` when no other thread holds magazines, or when none handed any
-    /// back in time.
+    /// An allocation that found no free slot (the pool is at its capacity): one more
+    /// attempt, never a wait. The attempt that brought this thread here came before
+    /// this one, and a thread that handed its magazines back in between (one of a
+    /// `std::thread::scope` that just ended, in its thread-local destructors) has them
+    /// in the depot now. (Without it, about one allocation in 2000 right after a scope
+    /// was refused. The magazines of threads still exiting come back later: a caller
+    /// that can wait says how long, with [`Pool::try_alloc_within`](crate::Pool::try_alloc_within).)
     #[cfg(not(loom))]
     #[cold]
     #[inline(never)]
     fn pop_exhausted(&self) -> Option<NonNull<T>> {
-        use core::sync::atomic::Ordering;
-        // Whether a thread other than this one holds magazines.
-        let others = || {
-            let mine = usize::from(self.with_mags(|_| ()).is_some());
-            self.shared().holders.load(Ordering::Acquire) > mine
-        };
-        if !others() {
-            // One more attempt all the same: the attempt that brought this thread here
-            // came before this look, and a thread that handed its magazines back in
-            // between has them in the depot now. (Returning `None` here refused about
-            // one allocation in 2000 after a scope.)
-            return self.pop_once();
-        }
-        let deadline = std::time::Instant::now() + EXIT_WAIT;
-        loop {
-            std::thread::yield_now();
-            // Looked at before the attempt: a thread that handed its magazines back
-            // (and counted itself out) before this look has them in the depot by the
-            // attempt.
-            let last = !others() || std::time::Instant::now() >= deadline;
-            let p = self.pop_once();
-            if p.is_some() || last {
-                return p;
-            }
-        }
+        self.pop_once()
     }
 
     /// One attempt at a free slot: the thread's magazines, else the slow path.
@@ -534,8 +485,6 @@ unsafe impl<T> Store<T> for CachedStore<T> {
             lock: DepotLock::new(()),
             depot: core::cell::UnsafeCell::new(depot),
             magazine,
-            #[cfg(not(loom))]
-            holders: core::sync::atomic::AtomicUsize::new(0),
         })));
         #[cfg(not(loom))]
         let key = {
