@@ -23,7 +23,7 @@ use std::thread;
 
 use handoff::clock::Clock;
 use handoff::pool::return_queue::{self, PoolBox};
-use handoff::spsc::{channel, Consumer};
+use handoff::spsc::{channel, Consumer, PopError};
 use handoff::stats::{Latency, Unit};
 
 const QUOTES: u64 = 200_000;
@@ -54,12 +54,15 @@ struct Order {
 }
 
 /// Waits for the next item, spinning briefly and then yielding the core, so the
-/// example also runs where three threads share fewer cores.
+/// example also runs where three threads share fewer cores. Panics if the other side
+/// is gone (its thread panicked) before sending it.
 fn next<T>(rx: &mut Consumer<T>) -> T {
     let mut idle = 0u32;
     loop {
-        if let Ok(item) = rx.try_pop() {
-            return item;
+        match rx.try_pop() {
+            Ok(item) => return item,
+            Err(PopError::Disconnected) => panic!("the sending thread is gone"),
+            Err(PopError::Empty) => {}
         }
         idle += 1;
         if idle < 100 {
@@ -92,8 +95,9 @@ fn main() {
                 ask: mid(seq) + 1,
                 stamped: timer.start(),
             };
-            while let Err(full) = quotes_tx.try_push(quote) {
-                quote = full.into_inner();
+            while let Err(e) = quotes_tx.try_push(quote) {
+                assert!(!e.is_disconnected(), "the strategy thread is gone");
+                quote = e.into_inner();
                 thread::yield_now();
             }
         }
@@ -131,14 +135,16 @@ fn main() {
             };
             order.qty = order.qty.min(1_000); // the strategy owns it until it hands it over
             let mut msg = Some(order);
-            while let Err(back) = orders_tx.try_push(msg) {
-                msg = back.into_inner();
+            while let Err(e) = orders_tx.try_push(msg) {
+                assert!(!e.is_disconnected(), "the risk thread is gone");
+                msg = e.into_inner();
                 thread::yield_now();
             }
         }
         let mut end = None;
-        while let Err(back) = orders_tx.try_push(end) {
-            end = back.into_inner();
+        while let Err(e) = orders_tx.try_push(end) {
+            assert!(!e.is_disconnected(), "the risk thread is gone");
+            end = e.into_inner();
             thread::yield_now();
         }
         (quote_age, make.stats(), full)

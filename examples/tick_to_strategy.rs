@@ -5,7 +5,7 @@
 //! Run: `cargo run --release --example tick_to_strategy`
 
 use handoff::clock::Clock;
-use handoff::spsc::channel;
+use handoff::spsc::{channel, PopError};
 use handoff::stats::{Latency, Unit};
 
 #[derive(Clone, Copy)]
@@ -29,8 +29,11 @@ fn main() {
                 price: 10_000 + (i % 100) as u32,
                 qty: 1 + (i % 7) as u32,
             };
-            while let Err(full) = tx.try_push(tick) {
-                tick = full.into_inner();
+            while let Err(e) = tx.try_push(tick) {
+                if e.is_disconnected() {
+                    return; // the strategy is gone
+                }
+                tick = e.into_inner();
             }
         }
     });
@@ -38,13 +41,19 @@ fn main() {
     let mut age = Latency::with_unit(Unit::Ticks);
     let mut notional = 0u64;
     let mut seen = 0;
-    while seen < TICKS {
-        if let Ok(tick) = rx.try_pop() {
-            age.record(clock.end().saturating_sub(tick.stamped));
-            notional += u64::from(tick.price) * u64::from(tick.qty);
-            seen += 1;
+    loop {
+        match rx.try_pop() {
+            Ok(tick) => {
+                age.record(clock.end().saturating_sub(tick.stamped));
+                notional += u64::from(tick.price) * u64::from(tick.qty);
+                seen += 1;
+            }
+            Err(PopError::Empty) => std::hint::spin_loop(),
+            // The feed is gone and every tick it sent has been read.
+            Err(PopError::Disconnected) => break,
         }
     }
+    assert_eq!(seen, TICKS, "the feed stopped early");
     feed.join().expect("feed thread panicked");
 
     let ns = age.to_ns(&clock);

@@ -36,12 +36,11 @@
 //! | give back, drop in place | `free`, or drop the handle | `free`, or drop the box | `Releaser::free` | `Releaser::free` | |
 //! | another pool's object | `Err(Foreign(handle))` | the same | the same | the same | |
 //! | counters | `stats()` | `stats()` | `stats()` on each half | `stats()` on each half | `stats()` |
-
 //!
 //! # Guarantees
 //! * Exhaustion is a normal outcome: `try_alloc` hands the value back in
-//!   [`Exhausted`] and counts the miss. Nothing blocks, but
-//!   [`Pool::try_alloc_within`], which waits as long as its caller says.
+//!   [`Exhausted`] and counts the miss. Nothing blocks, but `Pool::try_alloc_within`
+//!   (with the `std` feature), which waits as long as its caller says.
 //! * Releasing takes the box by value, so a double release does not compile; a box
 //!   from another pool is handed back in [`Foreign`], untouched.
 //! * Every object is dropped exactly once: when released, or when its box is dropped

@@ -11,8 +11,9 @@ use crate::policy::{Capacity, Policy, SingleThreaded, Store, DEFAULT_MAGAZINE, M
 use crate::sync::{AtomicU64, Ordering};
 use crate::{ConfigError, Exhausted, Foreign};
 
-/// A pool of objects of one type, with the thread-safety [`Policy`] `P` (document
-/// 001's NONE / MUTEX / LOCKFREE, and per-thread caches) chosen at compile time:
+/// A pool of objects of one type, with the thread-safety [`Policy`] `P` (the
+/// pool-policy write-up's NONE / MUTEX / LOCKFREE, and per-thread caches) chosen at
+/// compile time:
 ///
 /// * `Pool<T, SingleThreaded>` (the default) is a bare free stack; it is `Send` but
 ///   not `Sync`, so it and its objects stay on one thread.
@@ -192,7 +193,9 @@ impl<T, P: Policy> Pool<T, P> {
     /// `std::thread::scope`, whose threads hand their magazines back in their
     /// thread-local destructors, which the scope does not wait for (a few milliseconds
     /// are enough unless the machine is busy), or a consumer that releases objects
-    /// while this thread allocates.
+    /// while this thread allocates. (A `Pool<T, SingleThreaded>` is not `Sync`: no other
+    /// thread can give a slot back, so waiting only spends the timeout; use
+    /// [`try_alloc`](Self::try_alloc).)
     ///
     /// ```
     /// use handoff_pool::policy::ThreadCached;
@@ -212,8 +215,9 @@ impl<T, P: Policy> Pool<T, P> {
         value: T,
         timeout: std::time::Duration,
     ) -> Result<Pooled<'_, T, P>, Exhausted<T>> {
-        // No deadline for a timeout too long to add: it waits as long as it takes.
-        let deadline = std::time::Instant::now().checked_add(timeout);
+        // Set at the first failure (a first try that succeeds reads no clock); none
+        // for a timeout too long to add: it waits as long as it takes.
+        let mut deadline = None;
         loop {
             if let Some((ptr, token)) = self.store.pop() {
                 // SAFETY: a slot just popped holds no value and is ours alone.
@@ -225,7 +229,9 @@ impl<T, P: Policy> Pool<T, P> {
                 };
                 return Ok(Pooled { raw });
             }
-            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            let now = std::time::Instant::now();
+            if (*deadline.get_or_insert_with(|| now.checked_add(timeout))).is_some_and(|d| now >= d)
+            {
                 self.count_exhausted();
                 return Err(Exhausted(value));
             }

@@ -114,6 +114,16 @@ pub(crate) fn pair<T, B: Backing>(
     )
 }
 
+/// What a push that found the ring full learns on a second look ([`Producer::full`]).
+enum Full {
+    /// Full, the consumer alive.
+    Yes,
+    /// Full, the consumer gone.
+    AndGone,
+    /// The consumer is gone but had made room before it went.
+    NoLonger,
+}
+
 impl<T, B: Backing> Producer<T, B> {
     /// Pushes `value`, or hands it back if the ring holds `capacity` items: in
     /// [`PushError::Full`], or [`PushError::Disconnected`] once the consumer has been
@@ -130,7 +140,11 @@ impl<T, B: Backing> Producer<T, B> {
     pub fn try_push(&mut self, value: T) -> Result<(), PushError<T>> {
         let tail = self.tail();
         if tail == self.limit.get() && self.refill(tail) == 0 {
-            return Err(self.full(value));
+            match self.full(tail) {
+                Full::Yes => return Err(PushError::Full(value)),
+                Full::AndGone => return Err(PushError::Disconnected(value)),
+                Full::NoLonger => {}
+            }
         }
         // SAFETY: `tail < limit <= head + capacity`, so the slot is free and ours.
         unsafe { self.raw.write(tail, value) };
@@ -139,7 +153,9 @@ impl<T, B: Backing> Producer<T, B> {
     }
 
     /// Copies as many items of `src` as fit, publishes them with one index store, and
-    /// returns how many were pushed (possibly 0).
+    /// returns how many were pushed (possibly 0). It does not say whether the consumer
+    /// is gone: a loop that retries on 0 also asks [`is_abandoned`](Self::is_abandoned)
+    /// (as for [`write_chunk`](Self::write_chunk)).
     ///
     /// ```
     /// let (mut tx, mut rx) = handoff_spsc::channel::<u32>(4);
@@ -294,14 +310,19 @@ impl<T, B: Backing> Producer<T, B> {
         self.slip.is_on()
     }
 
-    /// `value` back from a push into a full ring: [`PushError::Disconnected`] if the
-    /// consumer is gone.
+    /// After a push found the ring full: whether the consumer is gone, and if so
+    /// whether it left room after all (it may have popped, then been dropped, between
+    /// the producer's load of `head` and its look at the handle count; its last `head`
+    /// store came before its handle's release, which `other_dropped` acquires).
     #[cold]
-    fn full(&self, value: T) -> PushError<T> {
-        if self.raw.other_dropped() {
-            PushError::Disconnected(value)
+    #[inline(never)]
+    fn full(&self, tail: usize) -> Full {
+        if !self.raw.other_dropped() {
+            Full::Yes
+        } else if self.refill(tail) == 0 {
+            Full::AndGone
         } else {
-            PushError::Full(value)
+            Full::NoLonger
         }
     }
 
@@ -485,7 +506,9 @@ impl<T, B: Backing> Consumer<T, B> {
     }
 
     /// Copies up to `dst.len()` items out, releases them with one index store, and
-    /// returns how many were popped.
+    /// returns how many were popped. It does not say whether the producer is gone: a
+    /// loop that polls on 0 also asks [`is_abandoned`](Self::is_abandoned) (as for
+    /// [`read_chunk`](Self::read_chunk) and [`peek`](Self::peek)), then drains once more.
     ///
     /// ```
     /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(4);

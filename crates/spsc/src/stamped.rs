@@ -275,11 +275,15 @@ impl<T> Producer<T> {
     pub fn try_push(&mut self, value: T) -> Result<(), PushError<T>> {
         let tail = self.tail;
         if tail == self.limit && self.refresh_free() == 0 {
-            return Err(if self.shared.other_gone() {
-                PushError::Disconnected(value)
-            } else {
-                PushError::Full(value)
-            });
+            // A consumer seen gone may have popped just before it went (its last `head`
+            // store came before its release in `leave`, which `other_gone` acquires):
+            // look once more before saying so.
+            if !self.shared.other_gone() {
+                return Err(PushError::Full(value));
+            }
+            if self.refresh_free() == 0 {
+                return Err(PushError::Disconnected(value));
+            }
         }
         let slot = self.slot(tail);
         // SAFETY: `tail < head + capacity`, so the consumer has released this slot

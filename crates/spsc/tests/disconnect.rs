@@ -34,16 +34,11 @@ fn producer_sees_the_consumer_gone<P, C: Send + 'static>(
         };
         assert_eq!(first, 0);
     });
+    // The consumer is gone: four pushes fill the ring, the fifth is refused at once.
     let mut pushed = 1;
-    let mut fulls = 0u64;
     let error = loop {
         match push(&mut tx, pushed) {
             Ok(()) => pushed += 1,
-            Err(PushError::Full(v)) => {
-                assert_eq!(v, pushed, "the value comes back");
-                fulls += 1;
-                assert!(fulls < 1_000_000, "a retry loop that never ends");
-            }
             Err(e) => break e,
         }
     };
@@ -88,7 +83,9 @@ fn consumer_sees_the_producer_gone<P: Send + 'static, C>(
         panic!("the producer's thread panics (expected by this test)");
     });
     let mut next = 0;
-    let mut empties = 0u64;
+    // Not a speed check: a guard against a loop that would never end (a lost
+    // `Disconnected`), far beyond what a busy machine takes.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(300);
     loop {
         match pop(&mut rx) {
             Ok(v) => {
@@ -96,8 +93,11 @@ fn consumer_sees_the_producer_gone<P: Send + 'static, C>(
                 next += 1;
             }
             Err(PopError::Empty) => {
-                empties += 1;
-                assert!(empties < 100_000_000, "a poll loop that never ends");
+                assert!(
+                    std::time::Instant::now() < give_up,
+                    "a poll loop that never ends"
+                );
+                thread::yield_now();
             }
             Err(PopError::Disconnected) => break,
         }

@@ -392,8 +392,9 @@ fn pop_until_disconnected_in<P: Send + 'static, C: 'static>(
 }
 
 /// The consumer pops one item of a one-slot ring and leaves; the producer pushes until
-/// `try_push` says `Disconnected` (its loop ends, with no other check), and every value
-/// is dropped exactly once (popped, handed back, or left in the ring).
+/// `try_push` says `Disconnected` (its loop ends, with no other check): the item after
+/// the pop always goes in, the next is handed back, and every value is dropped exactly
+/// once (popped, handed back, or left in the ring).
 fn push_until_disconnected_in<P: Send + 'static, C: 'static>(
     make: fn(usize) -> (P, C),
     push: fn(&mut P, Counted) -> Result<(), PushError<Counted>>,
@@ -437,6 +438,9 @@ fn push_until_disconnected_in<P: Send + 'static, C: 'static>(
         }
         drop(rx);
         let offered = p.join().unwrap();
+        // Two went in (one before the pop, one after), the third was handed back: a
+        // push never says `Disconnected` while the consumer left room.
+        assert_eq!(offered, 3);
         assert_eq!(drops.load(Ordering::Relaxed), offered);
     });
 }
