@@ -49,7 +49,7 @@ fn return_path_reuses_slots_only_after_release() {
             for i in 0..4 {
                 let object = spin(|| {
                     release.flush();
-                    rx.try_pop()
+                    rx.try_pop().ok()
                 });
                 let object: handoff_pool::PoolBox<Counted> = object;
                 assert_eq!(object.0, i);
@@ -92,7 +92,7 @@ fn arena_is_refilled_only_after_acknowledgement() {
         let (mut tx, mut rx) = handoff_spsc::channel(2);
         let consumer = thread::spawn(move || {
             for i in 0..3 {
-                let object: handoff_pool::ArenaBox<Counted> = spin(|| rx.try_pop());
+                let object: handoff_pool::ArenaBox<Counted> = spin(|| rx.try_pop().ok());
                 assert_eq!(object.0, i);
                 release.free(object).unwrap();
             }
