@@ -62,20 +62,49 @@ struct Tick {
 
 const _: () = assert!(std::mem::size_of::<Tick>() == 16);
 
-#[inline(always)]
-fn tick(seq: u64) -> Tick {
-    Tick {
-        seq,
-        price: seq ^ 0x5a5a,
+/// What the single-item runs carry: the 16-byte tick, or a bare `u64`. Each item
+/// carries its sequence number, which the consumer checks.
+trait Item: Copy + Send + 'static {
+    fn make(seq: u64) -> Self;
+    fn seq(&self) -> u64;
+}
+
+impl Item for Tick {
+    #[inline(always)]
+    fn make(seq: u64) -> Self {
+        Tick {
+            seq,
+            price: seq ^ 0x5a5a,
+        }
+    }
+    #[inline(always)]
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl Item for u64 {
+    #[inline(always)]
+    fn make(seq: u64) -> Self {
+        seq
+    }
+    #[inline(always)]
+    fn seq(&self) -> u64 {
+        *self
     }
 }
 
 #[inline(always)]
-fn check(t: &Tick, expected: u64) {
+fn tick(seq: u64) -> Tick {
+    Tick::make(seq)
+}
+
+#[inline(always)]
+fn check<T: Item>(t: &T, expected: u64) {
     assert!(
-        t.seq == expected,
+        t.seq() == expected,
         "item {} arrived where {expected} was due",
-        t.seq
+        t.seq()
     );
 }
 
@@ -83,27 +112,27 @@ fn check(t: &Tick, expected: u64) {
 
 /// The sending half of a contender. Implementations only forward to the queue, so every
 /// contender runs the same generic harness code around its own push.
-trait Tx: Send {
-    fn push(&mut self, t: Tick) -> Result<(), Tick>;
+trait Tx<T>: Send {
+    fn push(&mut self, t: T) -> Result<(), T>;
 }
 
 /// The receiving half of a contender.
-trait Rx: Send {
-    fn pop(&mut self) -> Option<Tick>;
+trait Rx<T>: Send {
+    fn pop(&mut self) -> Option<T>;
     /// Items in the queue now (loads the producer's index).
     fn occupancy(&self) -> usize;
 }
 
-impl Tx for handoff::spsc::Producer<Tick> {
+impl<T: Send> Tx<T> for handoff::spsc::Producer<T> {
     #[inline(always)]
-    fn push(&mut self, t: Tick) -> Result<(), Tick> {
+    fn push(&mut self, t: T) -> Result<(), T> {
         self.try_push(t).map_err(|e| e.into_inner())
     }
 }
 
-impl Rx for handoff::spsc::Consumer<Tick> {
+impl<T: Send> Rx<T> for handoff::spsc::Consumer<T> {
     #[inline(always)]
-    fn pop(&mut self) -> Option<Tick> {
+    fn pop(&mut self) -> Option<T> {
         self.try_pop().ok()
     }
 
@@ -112,16 +141,16 @@ impl Rx for handoff::spsc::Consumer<Tick> {
     }
 }
 
-impl Tx for handoff::spsc::stamped::Producer<Tick> {
+impl<T: Send> Tx<T> for handoff::spsc::stamped::Producer<T> {
     #[inline(always)]
-    fn push(&mut self, t: Tick) -> Result<(), Tick> {
+    fn push(&mut self, t: T) -> Result<(), T> {
         self.try_push(t).map_err(|e| e.into_inner())
     }
 }
 
-impl Rx for handoff::spsc::stamped::Consumer<Tick> {
+impl<T: Send> Rx<T> for handoff::spsc::stamped::Consumer<T> {
     #[inline(always)]
-    fn pop(&mut self) -> Option<Tick> {
+    fn pop(&mut self) -> Option<T> {
         self.try_pop().ok()
     }
 
@@ -130,16 +159,16 @@ impl Rx for handoff::spsc::stamped::Consumer<Tick> {
     }
 }
 
-impl Tx for rtrb::Producer<Tick> {
+impl<T: Send> Tx<T> for rtrb::Producer<T> {
     #[inline(always)]
-    fn push(&mut self, t: Tick) -> Result<(), Tick> {
+    fn push(&mut self, t: T) -> Result<(), T> {
         rtrb::Producer::push(self, t).map_err(|rtrb::PushError::Full(t)| t)
     }
 }
 
-impl Rx for rtrb::Consumer<Tick> {
+impl<T: Send> Rx<T> for rtrb::Consumer<T> {
     #[inline(always)]
-    fn pop(&mut self) -> Option<Tick> {
+    fn pop(&mut self) -> Option<T> {
         rtrb::Consumer::pop(self).ok()
     }
 
@@ -149,18 +178,18 @@ impl Rx for rtrb::Consumer<Tick> {
 }
 
 /// crossbeam's `ArrayQueue` is multi-producer multi-consumer: both halves are an `Arc`.
-struct Crossbeam(Arc<crossbeam_queue::ArrayQueue<Tick>>);
+struct Crossbeam<T>(Arc<crossbeam_queue::ArrayQueue<T>>);
 
-impl Tx for Crossbeam {
+impl<T: Send> Tx<T> for Crossbeam<T> {
     #[inline(always)]
-    fn push(&mut self, t: Tick) -> Result<(), Tick> {
+    fn push(&mut self, t: T) -> Result<(), T> {
         self.0.push(t)
     }
 }
 
-impl Rx for Crossbeam {
+impl<T: Send> Rx<T> for Crossbeam<T> {
     #[inline(always)]
-    fn pop(&mut self) -> Option<Tick> {
+    fn pop(&mut self) -> Option<T> {
         self.0.pop()
     }
 
@@ -169,29 +198,40 @@ impl Rx for Crossbeam {
     }
 }
 
-fn handoff_ring() -> (handoff::spsc::Producer<Tick>, handoff::spsc::Consumer<Tick>) {
+/// The default ring: no call waits.
+fn handoff_ring<T>() -> (handoff::spsc::Producer<T>, handoff::spsc::Consumer<T>) {
     handoff::spsc::channel(CAPACITY)
 }
 
-fn stamped_ring() -> (
-    handoff::spsc::stamped::Producer<Tick>,
-    handoff::spsc::stamped::Consumer<Tick>,
+/// The ring with temporal slipping asked for (`Options::slipping`): a streaming
+/// handle waits up to about 5 us inside `try_push` / `try_pop` for the other side to
+/// get ahead.
+fn slipping_ring<T>() -> (handoff::spsc::Producer<T>, handoff::spsc::Consumer<T>) {
+    let (tx, rx) =
+        handoff::spsc::channel_with(CAPACITY, handoff::spsc::Options::new().slipping(true));
+    assert!(tx.slips() && rx.slips());
+    (tx, rx)
+}
+
+fn stamped_ring<T>() -> (
+    handoff::spsc::stamped::Producer<T>,
+    handoff::spsc::stamped::Consumer<T>,
 ) {
     handoff::spsc::stamped::channel(CAPACITY)
 }
 
-fn rtrb_ring() -> (rtrb::Producer<Tick>, rtrb::Consumer<Tick>) {
+fn rtrb_ring<T>() -> (rtrb::Producer<T>, rtrb::Consumer<T>) {
     rtrb::RingBuffer::new(CAPACITY)
 }
 
-fn crossbeam_ring() -> (Crossbeam, Crossbeam) {
+fn crossbeam_ring<T>() -> (Crossbeam<T>, Crossbeam<T>) {
     let q = Arc::new(crossbeam_queue::ArrayQueue::new(CAPACITY));
     (Crossbeam(Arc::clone(&q)), Crossbeam(q))
 }
 
 /// Pushes `t`, retrying until it fits; returns how many attempts failed.
 #[inline(always)]
-fn push_spin(tx: &mut impl Tx, mut t: Tick) -> u64 {
+fn push_spin<T>(tx: &mut impl Tx<T>, mut t: T) -> u64 {
     let mut failed = 0;
     while let Err(back) = tx.push(t) {
         t = back;
@@ -202,7 +242,7 @@ fn push_spin(tx: &mut impl Tx, mut t: Tick) -> u64 {
 
 /// Pops one item, retrying until there is one; also returns how many attempts failed.
 #[inline(always)]
-fn pop_spin(rx: &mut impl Rx) -> (Tick, u64) {
+fn pop_spin<T>(rx: &mut impl Rx<T>) -> (T, u64) {
     let mut failed = 0;
     loop {
         if let Some(t) = rx.pop() {
@@ -270,13 +310,12 @@ struct Diag {
 
 const OCCUPANCY_EVERY: u64 = 4096;
 
-/// The diagnostics of every single-item run of one contender, in run order.
-type DiagLog = std::sync::Mutex<Vec<Diag>>;
+/// The diagnostics of every single-item run, with the contender's name, in run order.
+static DIAG: std::sync::Mutex<Vec<(&str, Diag)>> = std::sync::Mutex::new(Vec::new());
 
-static HANDOFF_DIAG: DiagLog = DiagLog::new(Vec::new());
-static STAMPED_DIAG: DiagLog = DiagLog::new(Vec::new());
-static RTRB_DIAG: DiagLog = DiagLog::new(Vec::new());
-static CROSSBEAM_DIAG: DiagLog = DiagLog::new(Vec::new());
+fn clear_diagnostics() {
+    DIAG.lock().unwrap().clear();
+}
 
 impl Diag {
     fn per_item(count: u64, items: u64) -> f64 {
@@ -298,9 +337,15 @@ impl Diag {
 }
 
 /// Prints the medians (and ranges) of each contender's per-run diagnostics.
-fn print_diagnostics(contenders: &[(&str, &DiagLog)]) {
-    for (name, log) in contenders {
-        let runs = log.lock().unwrap().clone();
+fn print_diagnostics(contenders: &[&str]) {
+    for name in contenders {
+        let runs: Vec<Diag> = DIAG
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, d)| *d)
+            .collect();
         if runs.is_empty() {
             continue;
         }
@@ -321,8 +366,8 @@ fn print_diagnostics(contenders: &[(&str, &DiagLog)]) {
 // ---------------------------------------------------------------------- throughput
 
 /// `n` single items from a producer thread to a consumer thread; the run's failed calls
-/// and occupancy samples go to `log`.
-fn single<P: Tx, C: Rx>((mut tx, mut rx): (P, C), n: u64, log: &DiagLog) -> Duration {
+/// and occupancy samples are logged under `name`.
+fn single<T: Item, P: Tx<T>, C: Rx<T>>((mut tx, mut rx): (P, C), n: u64, name: &'static str) -> Duration {
     let [producer_work, consumer_work] = work_per_item();
     let diag = std::sync::Mutex::new(Diag {
         items: n,
@@ -334,7 +379,7 @@ fn single<P: Tx, C: Rx>((mut tx, mut rx): (P, C), n: u64, log: &DiagLog) -> Dura
             let mut failed = 0;
             for i in 0..n {
                 busy(producer_work);
-                failed += push_spin(&mut tx, tick(i));
+                failed += push_spin(&mut tx, T::make(i));
             }
             shared.lock().unwrap().failed_push = failed;
         },
@@ -362,7 +407,7 @@ fn single<P: Tx, C: Rx>((mut tx, mut rx): (P, C), n: u64, log: &DiagLog) -> Dura
             d.near_full = near_full;
         },
     );
-    log.lock().unwrap().push(diag.into_inner().unwrap());
+    DIAG.lock().unwrap().push((name, diag.into_inner().unwrap()));
     elapsed
 }
 
@@ -514,23 +559,40 @@ fn rtrb_batch(n: u64) -> Duration {
 }
 
 fn handoff_single(n: u64) -> Duration {
-    single(handoff_ring(), n, &HANDOFF_DIAG)
+    single::<Tick, _, _>(handoff_ring(), n, "handoff")
+}
+
+fn slipping_single(n: u64) -> Duration {
+    single::<Tick, _, _>(slipping_ring(), n, "handoff_slipping")
 }
 
 fn stamped_single(n: u64) -> Duration {
-    single(stamped_ring(), n, &STAMPED_DIAG)
+    single::<Tick, _, _>(stamped_ring(), n, "stamped")
 }
 
 fn rtrb_single(n: u64) -> Duration {
-    single(rtrb_ring(), n, &RTRB_DIAG)
+    single::<Tick, _, _>(rtrb_ring(), n, "rtrb")
 }
 
 fn crossbeam_single(n: u64) -> Duration {
-    single(crossbeam_ring(), n, &CROSSBEAM_DIAG)
+    single::<Tick, _, _>(crossbeam_ring(), n, "crossbeam")
 }
 
-const THROUGHPUT: [(&str, Run); 6] = [
+fn handoff_single_u64(n: u64) -> Duration {
+    single::<u64, _, _>(handoff_ring(), n, "handoff u64")
+}
+
+fn slipping_single_u64(n: u64) -> Duration {
+    single::<u64, _, _>(slipping_ring(), n, "handoff_slipping u64")
+}
+
+fn rtrb_single_u64(n: u64) -> Duration {
+    single::<u64, _, _>(rtrb_ring(), n, "rtrb u64")
+}
+
+const THROUGHPUT: [(&str, Run); 7] = [
     ("handoff", handoff_single),
+    ("handoff_slipping", slipping_single),
     ("handoff_batch", handoff_batch),
     ("rtrb_batch", rtrb_batch),
     ("handoff_stamped", stamped_single),
@@ -546,9 +608,7 @@ fn configure<M: criterion::measurement::Measurement>(g: &mut criterion::Benchmar
 }
 
 fn throughput(c: &mut Criterion) {
-    for log in [&HANDOFF_DIAG, &STAMPED_DIAG, &RTRB_DIAG, &CROSSBEAM_DIAG] {
-        log.lock().unwrap().clear();
-    }
+    clear_diagnostics();
     let mut g = c.benchmark_group("spsc_throughput");
     configure(&mut g);
     g.throughput(Throughput::Elements(1));
@@ -559,19 +619,14 @@ fn throughput(c: &mut Criterion) {
     }
     g.finish();
     println!("spsc_throughput: failed calls and occupancy over every run criterion made (warm-up included)");
-    print_diagnostics(&[
-        ("handoff", &HANDOFF_DIAG),
-        ("stamped", &STAMPED_DIAG),
-        ("rtrb", &RTRB_DIAG),
-        ("crossbeam", &CROSSBEAM_DIAG),
-    ]);
+    print_diagnostics(&["handoff", "handoff_slipping", "stamped", "rtrb", "crossbeam"]);
 }
 
 // ---------------------------------------------------------------------- round trip
 
 /// Ping-pong: the pinger sends tick `i` through one ring, the echo thread sends it back
 /// through the other, `n` times.
-fn round_trip_through<P: Tx, C: Rx>(make: fn() -> (P, C), n: u64) -> Duration {
+fn round_trip_through<P: Tx<Tick>, C: Rx<Tick>>(make: fn() -> (P, C), n: u64) -> Duration {
     let (mut ping_tx, mut ping_rx) = make();
     let (mut pong_tx, mut pong_rx) = make();
     two_threads(
@@ -623,6 +678,9 @@ fn paired_comparison() {
     let wanted = common::wanted;
     if ![
         "spsc_paired/single",
+        "spsc_paired/single_slipping",
+        "spsc_paired/single_u64",
+        "spsc_paired/single_u64_slipping",
         "spsc_paired/batch",
         "spsc_paired/batch_vs_single",
         "spsc_paired/round_trip",
@@ -635,20 +693,60 @@ fn paired_comparison() {
         return;
     }
     println!("\nspsc_paired: alternating back-to-back runs, medians of per-pair ratios");
-    if wanted("spsc_paired/single") {
-        for log in [&HANDOFF_DIAG, &RTRB_DIAG] {
-            log.lock().unwrap().clear();
+    // Single items: the default ring (no call waits) and the ring with slipping asked
+    // for, each against rtrb, on the 16-byte tick and on a bare u64.
+    let singles: [(&str, &str, Run, &str, Run, &str); 4] = [
+        (
+            "spsc_paired/single",
+            "16-byte ticks, the default ring (no call waits):",
+            handoff_single,
+            "handoff",
+            rtrb_single,
+            "rtrb",
+        ),
+        (
+            "spsc_paired/single_slipping",
+            "16-byte ticks, the ring with slipping asked for (try_push/try_pop may wait up to ~5 us):",
+            slipping_single,
+            "handoff_slipping",
+            rtrb_single,
+            "rtrb",
+        ),
+        (
+            "spsc_paired/single_u64",
+            "u64 items, the default ring (no call waits):",
+            handoff_single_u64,
+            "handoff u64",
+            rtrb_single_u64,
+            "rtrb u64",
+        ),
+        (
+            "spsc_paired/single_u64_slipping",
+            "u64 items, the ring with slipping asked for:",
+            slipping_single_u64,
+            "handoff_slipping u64",
+            rtrb_single_u64,
+            "rtrb u64",
+        ),
+    ];
+    for (section, title, ours, our_name, theirs, their_name) in singles {
+        // By substring, as criterion's filters: `spsc_paired/single` selects all four,
+        // `spsc_paired/single_u64` the two on u64.
+        if !wanted(section) {
+            continue;
         }
+        clear_diagnostics();
+        println!("{title}");
         paired(
             "throughput (M items/s)",
             "M/s",
-            ("handoff", handoff_single),
-            ("rtrb", rtrb_single),
+            (our_name, ours),
+            (their_name, theirs),
             20_000_000,
             21,
             false,
         );
-        print_diagnostics(&[("handoff", &HANDOFF_DIAG), ("rtrb", &RTRB_DIAG)]);
+        print_diagnostics(&[our_name, their_name]);
     }
     if wanted("spsc_paired/batch") {
         for log in [&HANDOFF_CHUNKS, &RTRB_CHUNKS] {
@@ -693,9 +791,7 @@ fn paired_comparison() {
         );
     }
     if wanted("spsc_paired/stamped_single") {
-        for log in [&STAMPED_DIAG, &RTRB_DIAG] {
-            log.lock().unwrap().clear();
-        }
+        clear_diagnostics();
         paired(
             "throughput (M items/s)",
             "M/s",
@@ -705,7 +801,7 @@ fn paired_comparison() {
             21,
             false,
         );
-        print_diagnostics(&[("stamped", &STAMPED_DIAG), ("rtrb", &RTRB_DIAG)]);
+        print_diagnostics(&["stamped", "rtrb"]);
     }
     if wanted("spsc_paired/stamped_round_trip") {
         paired(

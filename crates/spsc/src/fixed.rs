@@ -7,6 +7,7 @@ use core::ptr::NonNull;
 
 use crate::handles::{pair, Consumer, Producer};
 use crate::raw::{Header, Raw};
+use crate::Options;
 use crate::sync::{AtomicBool, Ordering};
 
 /// A ring of exactly `N` items stored inline, with no heap allocation. `N` must be a
@@ -92,6 +93,21 @@ impl<T, const N: usize> StaticChannel<T, N> {
     /// assert!(ring.split().is_none());
     /// ```
     pub fn split(&self) -> Option<(StaticProducer<'_, T, N>, StaticConsumer<'_, T, N>)> {
+        self.split_with(Options::new())
+    }
+
+    /// [`split`](Self::split) with [`Options`] (see [`Options::slipping`]).
+    ///
+    /// ```
+    /// use handoff_spsc::{Options, StaticChannel};
+    /// static RING: StaticChannel<u64, 1024> = StaticChannel::new();
+    /// let (tx, rx) = RING.split_with(Options::new().slipping(true)).unwrap();
+    /// assert!(tx.slips() && rx.slips());
+    /// ```
+    pub fn split_with(
+        &self,
+        options: Options,
+    ) -> Option<(StaticProducer<'_, T, N>, StaticConsumer<'_, T, N>)> {
         // AcqRel: the swap's single modification order alone makes exactly one call
         // see `false`; acquire and release also order the handles' use of the ring
         // after anything done to it by an earlier thread (nothing the handles rely on
@@ -103,7 +119,7 @@ impl<T, const N: usize> StaticChannel<T, N> {
         // SAFETY: header and slots live in `self`, which both handles borrow for `'_`;
         // `N` is a power of two (const-checked) and the capacity is `N`.
         let raw = unsafe { Raw::new(NonNull::from(&self.header), buf, N, N) };
-        Some(pair(raw, self, self))
+        Some(pair(raw, self, self, options))
     }
 }
 

@@ -8,7 +8,7 @@ use crate::chunk::{ReadChunk, WriteChunk};
 use crate::raw::{Backing, Raw};
 use crate::slip::{self, Side, Slip};
 use crate::sync::Ordering;
-use crate::{PopError, PushError};
+use crate::{Options, PopError, PushError};
 
 use crate::Heap;
 
@@ -48,7 +48,7 @@ pub struct Producer<T, B: Backing = Heap<T>> {
     /// `refill` turns `reads_back` on when it finds at least this many items in the
     /// ring; 0: never.
     pub(crate) read_back_at: usize,
-    /// Temporal slipping (see [`set_slip`](Self::set_slip)).
+    /// Temporal slipping ([`Options::slipping`]).
     pub(crate) slip: Slip,
     pub(crate) _backing: B,
     pub(crate) _owns: PhantomData<T>,
@@ -72,7 +72,7 @@ pub struct Consumer<T, B: Backing = Heap<T>> {
     pub(crate) head: usize,
     /// `tail` as of the last time we loaded it: items up to here are ready.
     pub(crate) cached_tail: Cell<usize>,
-    /// Temporal slipping (see [`set_slip`](Self::set_slip)).
+    /// Temporal slipping ([`Options::slipping`]).
     pub(crate) slip: Slip,
     pub(crate) _backing: B,
     pub(crate) _owns: PhantomData<T>,
@@ -89,6 +89,7 @@ pub(crate) fn pair<T, B: Backing>(
     raw: Raw<T>,
     producer_backing: B,
     consumer_backing: B,
+    options: Options,
 ) -> (Producer<T, B>, Consumer<T, B>) {
     let capacity = raw.capacity();
     let consumer_raw = raw.duplicate();
@@ -99,7 +100,7 @@ pub(crate) fn pair<T, B: Backing>(
             limit: Cell::new(capacity),
             reads_back: Cell::new(false),
             read_back_at: slip::read_back_at(capacity),
-            slip: Slip::new(Side::Producer, capacity),
+            slip: Slip::new(Side::Producer, options.slipping, capacity),
             _backing: producer_backing,
             _owns: PhantomData,
         },
@@ -107,7 +108,7 @@ pub(crate) fn pair<T, B: Backing>(
             raw: consumer_raw,
             head: 0,
             cached_tail: Cell::new(0),
-            slip: Slip::new(Side::Consumer, capacity),
+            slip: Slip::new(Side::Consumer, options.slipping, capacity),
             _backing: consumer_backing,
             _owns: PhantomData,
         },
@@ -278,33 +279,15 @@ impl<T, B: Backing> Producer<T, B> {
         self.raw.capacity()
     }
 
-    /// Turns temporal slipping on or off for `try_push` (on by default in rings of 256
-    /// slots or more; smaller rings never slip).
-    ///
-    /// When on, a `try_push` that refreshes its view of the consumer's index while
-    /// streaming (its previous refresh found room too) and finds fewer than a quarter
-    /// of the ring free waits, for as long as the consumer keeps freeing slots and at
-    /// most six rounds of about 2048 TSC ticks, before it writes: a producer running
-    /// right behind the consumer would otherwise write into the cache line the
-    /// consumer is reading, item after item. The push still succeeds whenever a slot
-    /// is free and fails at once when none is; what it costs is the wait. See the
-    /// crate documentation, "Temporal slipping".
+    /// Whether `try_push` slips: asked for with [`Options::slipping`] when the ring was
+    /// made, and the ring has at least 256 slots. Off by default.
     ///
     /// ```
-    /// let (mut tx, _rx) = handoff_spsc::channel::<u64>(1024);
-    /// assert!(tx.slips());
-    /// tx.set_slip(false);
+    /// use handoff_spsc::{channel, channel_with, Options};
+    /// let (tx, _rx) = channel::<u64>(1024);
     /// assert!(!tx.slips());
-    /// ```
-    pub fn set_slip(&mut self, on: bool) {
-        self.slip.set(Side::Producer, on, self.raw.capacity());
-    }
-
-    /// Whether `try_push` slips (see [`set_slip`](Self::set_slip)).
-    ///
-    /// ```
-    /// let (tx, _rx) = handoff_spsc::channel::<u64>(16);
-    /// assert!(!tx.slips()); // too small to slip
+    /// let (tx, _rx) = channel_with::<u64>(1024, Options::new().slipping(true));
+    /// assert!(tx.slips());
     /// ```
     pub fn slips(&self) -> bool {
         self.slip.is_on()
@@ -361,7 +344,7 @@ impl<T, B: Backing> Producer<T, B> {
     }
 
     /// [`refresh_free`](Self::refresh_free) for `try_push`: a producer streaming right
-    /// behind the consumer waits for it to get ahead ([`set_slip`](Self::set_slip)).
+    /// behind the consumer waits for it to get ahead, if the ring slips ([`Options::slipping`]).
     #[inline]
     fn poll_free(&self) -> usize {
         let free = self.refresh_free();
@@ -609,34 +592,12 @@ impl<T, B: Backing> Consumer<T, B> {
         self.raw.capacity()
     }
 
-    /// Turns temporal slipping on or off for `try_pop` (on by default in rings of 256
-    /// slots or more; smaller rings never slip).
-    ///
-    /// When on, a `try_pop` that refreshes its view of the producer's index while
-    /// streaming (its previous refresh found items too) and finds fewer than half the
-    /// ring ready waits, for as long as the producer keeps adding items and at most six
-    /// rounds of about 2048 TSC ticks, before it takes one: a consumer running right
-    /// behind the producer would otherwise read the cache line the producer is
-    /// writing, item after item. A consumer that was idle (its previous refresh found
-    /// the ring empty) never waits, so an item that arrives alone is not delayed; an
-    /// item of a burst that arrives while the consumer streams can be, by up to the
-    /// wait. Turn it off where every item of a burst must be seen as early as possible
-    /// and throughput does not matter. See the crate documentation, "Temporal slipping".
+    /// Whether `try_pop` slips: asked for with [`Options::slipping`] when the ring was
+    /// made, and the ring has at least 256 slots. Off by default.
     ///
     /// ```
-    /// let (_tx, mut rx) = handoff_spsc::channel::<u64>(1024);
-    /// assert!(rx.slips());
-    /// rx.set_slip(false);
-    /// assert!(!rx.slips());
-    /// ```
-    pub fn set_slip(&mut self, on: bool) {
-        self.slip.set(Side::Consumer, on, self.raw.capacity());
-    }
-
-    /// Whether `try_pop` slips (see [`set_slip`](Self::set_slip)).
-    ///
-    /// ```
-    /// let (_tx, rx) = handoff_spsc::channel::<u64>(255);
+    /// use handoff_spsc::{channel_with, Options};
+    /// let (_tx, rx) = channel_with::<u64>(255, Options::new().slipping(true));
     /// assert!(!rx.slips()); // too small to slip
     /// ```
     pub fn slips(&self) -> bool {
@@ -697,7 +658,7 @@ impl<T, B: Backing> Consumer<T, B> {
     }
 
     /// [`poll_ready`](Self::poll_ready) for `try_pop`: a consumer streaming right behind
-    /// the producer waits for it to get ahead ([`set_slip`](Self::set_slip)).
+    /// the producer waits for it to get ahead, if the ring slips ([`Options::slipping`]).
     #[inline]
     fn poll_ready_slipping(&self) -> usize {
         let ready = self.poll_ready();

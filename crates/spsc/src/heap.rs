@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use crate::handles::{pair, Consumer, Producer};
 use crate::raw::{Header, Raw};
 use crate::sync::Arc;
-use crate::CapacityError;
+use crate::{CapacityError, Options};
 
 /// Ownership of a heap ring's memory, shared by its two handles: the [`Backing`](crate::Backing)
 /// of rings made by [`channel`](crate::channel). The memory is freed when both handles
@@ -69,6 +69,22 @@ pub fn channel<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
     crate::error::or_panic(try_channel(capacity))
 }
 
+/// [`channel`] with [`Options`]: a ring whose handles do what the options say (see
+/// [`Options::slipping`]).
+///
+/// # Panics
+/// As [`channel`]; use [`try_channel_with`] to get a [`CapacityError`] instead.
+///
+/// ```
+/// use handoff_spsc::{channel_with, Options};
+/// let (tx, rx) = channel_with::<u64>(4096, Options::new().slipping(true));
+/// assert!(tx.slips() && rx.slips());
+/// ```
+#[track_caller]
+pub fn channel_with<T>(capacity: usize, options: Options) -> (Producer<T>, Consumer<T>) {
+    crate::error::or_panic(try_channel_with(capacity, options))
+}
+
 /// Creates a ring that holds exactly `capacity` items, or says why it cannot.
 ///
 /// ```
@@ -77,6 +93,21 @@ pub fn channel<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
 /// assert!(handoff_spsc::try_channel::<u32>(0).is_err());
 /// ```
 pub fn try_channel<T>(capacity: usize) -> Result<(Producer<T>, Consumer<T>), CapacityError> {
+    try_channel_with(capacity, Options::new())
+}
+
+/// [`try_channel`] with [`Options`].
+///
+/// ```
+/// use handoff_spsc::{try_channel_with, CapacityError, Options};
+/// let (tx, _rx) = try_channel_with::<u32>(300, Options::new().slipping(true)).unwrap();
+/// assert!(tx.slips());
+/// assert_eq!(try_channel_with::<u32>(0, Options::new()).unwrap_err(), CapacityError::Zero);
+/// ```
+pub fn try_channel_with<T>(
+    capacity: usize,
+    options: Options,
+) -> Result<(Producer<T>, Consumer<T>), CapacityError> {
     let mut storage: Vec<MaybeUninit<T>> = reserve_slots(capacity)?;
     // Cannot overflow: `reserve_slots` checked it. (Not `storage.capacity()`, which is
     // `usize::MAX` for a zero-sized `T`.)
@@ -104,7 +135,7 @@ pub fn try_channel<T>(capacity: usize) -> Result<(Producer<T>, Consumer<T>), Cap
     let producer_backing = Heap {
         _ring: Arc::clone(&ring),
     };
-    Ok(pair(raw, producer_backing, Heap { _ring: ring }))
+    Ok(pair(raw, producer_backing, Heap { _ring: ring }, options))
 }
 
 /// An empty `Vec` with room for the power-of-two slot count that `capacity` needs

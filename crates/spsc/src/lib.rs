@@ -13,6 +13,9 @@
 //!   index; the shared index (each on its own cache line) is loaded only when the cache
 //!   says full (producer) or empty (consumer). (A streaming producer reads its own
 //!   index back from the shared one instead; see "Temporal slipping".)
+//! * No call waits, allocates or makes a system call after construction (see "What
+//!   each call costs"); [`Options`], given when the ring is made, can ask for calls that
+//!   wait a bounded time in exchange for throughput ([`Options::slipping`]).
 //! * Batches publish the shared index once: [`Producer::push_slice`] /
 //!   [`Consumer::pop_slice`] for `Copy` items, and the zero-copy
 //!   [`Producer::write_chunk`] / [`Consumer::read_chunk`] for any `T`.
@@ -63,34 +66,57 @@
 //! static BAD: handoff_spsc::StaticChannel<u8, 1000> = handoff_spsc::StaticChannel::new();
 //! ```
 //!
-//! # Temporal slipping
+//! # What each call costs
+//!
+//! No call blocks, allocates or makes a system call after the ring is made, unless the
+//! ring was made with [`Options::slipping`] (below). "Wait-free" here: the call
+//! finishes in a bounded number of its own steps whatever the other thread does.
+//!
+//! | call | progress | allocates | system calls | worst case |
+//! |---|---|---|---|---|
+//! | [`channel`], [`try_channel`], [`channel_with`], [`try_channel_with`] | - | the slot array and the shared header, once | those of the allocator | one allocation |
+//! | [`StaticChannel::new`], [`StaticChannel::split`] | wait-free | no | no | O(1) |
+//! | [`Producer::try_push`], [`Consumer::try_pop`] | wait-free | no | no | O(1): one load of the other side's index when the cached copy runs out; one `pause` when `try_pop` finds the ring empty |
+//! | the same on a slipping ring | wait-free, bounded wait | no | no | O(1) plus at most six rounds of 2048 TSC ticks (about 5 us at 2.5 GHz) |
+//! | [`Producer::push_slice`], [`Consumer::pop_slice`] | wait-free | no | no | O(n) copies, one index store |
+//! | [`Producer::write_chunk`], [`Consumer::read_chunk`] and their guards | wait-free | no | no | O(1) to reserve; O(n) to fill, move out or drop items |
+//! | [`Consumer::peek`], `len`, `is_empty`, `is_full`, `free_len`, `capacity`, `is_abandoned`, `slips` | wait-free | no | no | O(1) |
+//! | dropping a handle | wait-free | no | no | the last one drops the items left in the ring and frees the ring |
+//! | [`stamped`]'s `try_push`, `try_pop`, `peek`, `len` | wait-free | no | no | O(1) |
+//!
+//! The items' own `Drop` runs where the table says items are dropped; what it does is
+//! the item's business.
+//!
+//! # Temporal slipping (off unless asked for)
 //! With both sides spinning and no other work, a pair of cached-index handles settles
 //! at one end of the ring: the faster side catches up with the slower one and then
 //! works in the very cache line the other is writing or reading, so that line and an
-//! index line cross between the cores about once per item (20-60 M items/s on a
-//! 2-vCPU Xeon guest, where the same ring kept hundreds of slots apart moves
-//! 150-175 M/s, and 180-230 M/s with the index read-back below).
-//! From 256 slots up, [`Producer::try_push`] and [`Consumer::try_pop`] therefore slip:
-//! when a refresh of the other side's index finds fewer than half the ring ready
-//! (consumer) or a quarter free (producer) and the handle is streaming (its previous
-//! refresh found something too), it waits, polling the other index once per 2048 TSC
-//! ticks, while the other side keeps moving (at least an eighth of the distance per
-//! poll), up to six polls. A push still succeeds whenever a slot is free and a pop
-//! whenever an item is ready (the wait starts only then, and what it finds after is
-//! never less); a consumer that was idle does not wait, so a lone item is not delayed.
-//! What it costs: an item of a burst that reaches a streaming consumer can wait up to
-//! the wait (about 0.9 us per poll at 2.3 GHz, six at most, one when the producer is
-//! merely slow). [`Consumer::set_slip`] and [`Producer::set_slip`] turn it off; the
-//! batch calls and [`stamped`] never slip. Measured in docs/spsc-notebook.md.
+//! index line cross between the cores about once per item.
+//! [`Options::slipping`] makes [`Producer::try_push`] and [`Consumer::try_pop`] of a
+//! ring of 256 slots or more keep the two apart: when a refresh of the other side's
+//! index finds fewer than half the ring ready (consumer) or a quarter free (producer)
+//! and the handle is streaming (its previous refresh found something too), the call
+//! waits, polling the other index once per 2048 TSC ticks, while the other side keeps
+//! moving (at least an eighth of the distance per poll), up to six polls. A push still
+//! succeeds whenever a slot is free and a pop whenever an item is ready (the wait
+//! starts only then, and what it finds after is never less); a consumer that was idle
+//! does not wait, so a lone item is not delayed. What it costs: an item of a burst that
+//! reaches a streaming consumer can wait up to the whole wait (about 0.8 us per poll at
+//! 2.5 GHz, six at most, one when the producer is merely slow). What it gains: more
+//! items per second from a pair that streams flat out (measured in docs/spsc.md and
+//! docs/spsc-notebook.md; `cargo bench --bench spsc` shows the ring both ways beside
+//! rtrb). The batch calls and [`stamped`] never slip.
 //!
 //! Between the two marks the producer is the slower side, and each of its stores
-//! waits behind the slot lines it takes back from the consumer. So in the same rings,
-//! when `try_push`'s refresh finds at least an eighth of the ring in use, the producer
-//! reads its own index back from the shared `tail` (which only it stores) instead of
-//! keeping a second copy: one store less per push, until a refresh finds the consumer
-//! caught up. A consumer with that many items to go is not polling `tail`, so the load
-//! hits the producer's own cache; an idle consumer (the paced case) polls it, and there
-//! the producer keeps its copy, since the load would wait for the line to come back.
+//! waits behind the slot lines it takes back from the consumer. So in rings of 256
+//! slots or more, slipping or not, when `try_push`'s refresh finds at least an eighth
+//! of the ring in use, the producer reads its own index back from the shared `tail`
+//! (which only it stores) instead of keeping a second copy: one store less per push,
+//! until a refresh finds the consumer caught up. A consumer with that many items to go
+//! is not polling `tail`, so the load hits the producer's own cache; an idle consumer
+//! (the paced case) polls it, and there the producer keeps its copy, since the load
+//! would wait for the line to come back. This changes nothing a call returns and never
+//! waits.
 //!
 //! # Features
 //! * `std` (default): implies `alloc`.
@@ -122,6 +148,7 @@ mod handles;
 mod heap;
 #[doc(hidden)]
 pub mod hint;
+mod options;
 mod raw;
 mod slip;
 #[cfg(feature = "alloc")]
@@ -134,7 +161,8 @@ pub use error::{CapacityError, PopError, PushError};
 pub use fixed::{StaticChannel, StaticConsumer, StaticProducer};
 pub use handles::{Consumer, Producer};
 #[cfg(feature = "alloc")]
-pub use heap::{channel, try_channel, Heap};
+pub use heap::{channel, channel_with, try_channel, try_channel_with, Heap};
+pub use options::Options;
 pub use raw::Backing;
 
 /// Stand-in for the heap backing when the `alloc` feature is off: it cannot be

@@ -69,19 +69,9 @@ pub(crate) struct Slip {
 }
 
 impl Slip {
-    /// On for rings of at least [`MIN_CAPACITY`] slots.
-    pub(crate) fn new(side: Side, capacity: usize) -> Slip {
-        let mut s = Slip {
-            at: 0,
-            streak: Cell::new(0),
-        };
-        s.set(side, true, capacity);
-        s
-    }
-
-    /// Turns it on (where the capacity allows) or off.
-    pub(crate) fn set(&mut self, side: Side, on: bool, capacity: usize) {
-        self.at = if on && capacity >= MIN_CAPACITY {
+    /// On if asked for and the ring has at least [`MIN_CAPACITY`] slots.
+    pub(crate) fn new(side: Side, on: bool, capacity: usize) -> Slip {
+        let at = if on && capacity >= MIN_CAPACITY {
             match side {
                 _ if cfg!(loom) => capacity,
                 Side::Consumer => capacity / 2,
@@ -90,7 +80,10 @@ impl Slip {
         } else {
             0
         };
-        self.streak.set(0);
+        Slip {
+            at,
+            streak: Cell::new(0),
+        }
     }
 
     /// Whether it is on.

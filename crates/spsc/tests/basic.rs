@@ -6,7 +6,9 @@
 #[cfg(handoff_global_alloc)]
 use handoff_alloc as _;
 
-use handoff_spsc::{channel, try_channel, CapacityError, PopError, PushError, StaticChannel};
+use handoff_spsc::{
+    channel, channel_with, try_channel, CapacityError, Options, PopError, PushError, StaticChannel,
+};
 
 #[test]
 fn capacity_is_exactly_what_was_asked() {
@@ -359,10 +361,8 @@ fn static_channel_on_the_stack_with_scoped_threads() {
 /// runs every wait to its end).
 #[test]
 fn slipping_never_changes_what_a_call_returns() {
-    let (mut tx_a, mut rx_a) = channel::<u32>(256);
+    let (mut tx_a, mut rx_a) = channel_with::<u32>(256, Options::new().slipping(true));
     let (mut tx_b, mut rx_b) = channel::<u32>(256);
-    tx_b.set_slip(false);
-    rx_b.set_slip(false);
     assert!(tx_a.slips() && rx_a.slips() && !tx_b.slips() && !rx_b.slips());
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut next = 0u32;
@@ -389,25 +389,29 @@ fn slipping_never_changes_what_a_call_returns() {
 }
 
 #[test]
-fn slipping_is_on_from_256_slots_and_can_be_switched() {
-    for (cap, on) in [
+fn slipping_is_off_by_default_and_on_when_asked_from_256_slots() {
+    for (cap, big_enough) in [
         (1, false),
         (64, false),
         (255, false),
         (256, true),
         (1000, true),
     ] {
-        let (mut tx, mut rx) = channel::<u8>(cap);
-        assert_eq!((tx.slips(), rx.slips()), (on, on), "capacity {cap}");
-        tx.set_slip(true);
-        rx.set_slip(true);
+        let (tx, rx) = channel::<u8>(cap);
+        assert!(!tx.slips() && !rx.slips(), "capacity {cap}: off by default");
+        let (tx, rx) = channel_with::<u8>(cap, Options::new().slipping(true));
         assert_eq!(
             (tx.slips(), rx.slips()),
-            (on, on),
-            "capacity {cap}: too small stays off"
+            (big_enough, big_enough),
+            "capacity {cap}: asked for, on from 256 slots"
         );
-        tx.set_slip(false);
-        rx.set_slip(false);
+        let (tx, rx) = channel_with::<u8>(cap, Options::new().slipping(false));
         assert!(!tx.slips() && !rx.slips());
     }
+    static RING: StaticChannel<u8, 512> = StaticChannel::new();
+    let (tx, rx) = RING.split_with(Options::new().slipping(true)).unwrap();
+    assert!(tx.slips() && rx.slips());
+    let ring = StaticChannel::<u8, 512>::new();
+    let (tx, rx) = ring.split().unwrap();
+    assert!(!tx.slips() && !rx.slips());
 }

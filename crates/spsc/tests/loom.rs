@@ -10,7 +10,15 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use handoff_spsc::{channel, PopError, PushError};
+use handoff_spsc::{channel_with, Consumer, Options, PopError, Producer, PushError};
+
+/// The default ring's models run on a slipping ring: under loom every ring of two
+/// slots or more slips when asked, at the largest distance, so every model goes
+/// through the waits as well as through the paths that do not wait (a handle that
+/// was idle never waits). `the_default_ring_never_waits` runs the default.
+fn channel<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
+    channel_with(capacity, Options::new().slipping(true))
+}
 use loom::thread;
 
 /// The single-item calls both rings have, so that one model body checks both.
@@ -136,8 +144,24 @@ fn push_pop_in_order_through_a_full_ring() {
     });
 }
 
-/// Temporal slipping is on in every ring under loom, at the largest distance, so every
-/// model above goes through its waits too. Here each call is made only after the
+/// The default ring (no slipping): the same five items through two slots, each call
+/// returning at once.
+#[test]
+fn the_default_ring_never_waits() {
+    loom::model(|| {
+        let (tx, mut rx) = handoff_spsc::channel::<u32>(2);
+        assert!(!tx.slips() && !rx.slips());
+        let p = push_in_order(tx, 5);
+        for i in 0..5 {
+            assert_eq!(pop_spin(&mut rx), i);
+        }
+        p.join().unwrap();
+        assert_eq!(rx.try_pop(), Err(handoff_spsc::PopError::Disconnected));
+    });
+}
+
+/// Temporal slipping is on in every ring these models make (`channel` above), at the
+/// largest distance, so every model goes through its waits too. Here each call is made only after the
 /// other side's matching call (flags in happens-before order), with the handles
 /// streaming so that they wait: every one of them must still succeed.
 #[test]

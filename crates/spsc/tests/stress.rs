@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::{count, counter, spin, Counted};
-use handoff_spsc::{channel, stamped};
+use handoff_spsc::{channel, channel_with, stamped, Options};
 
 /// Items per stress run: 10 million, 1,000 under Miri, or `HANDOFF_STRESS_ITEMS`
 /// (ThreadSanitizer in CI scales it down).
@@ -129,15 +129,12 @@ fn single_items_arrive_once_and_in_order() {
     single_items_through(tx, rx);
 }
 
-/// Temporal slipping (on by default from 256 slots) and without it, Miri included: a
-/// ring of 256 slips, so the waits run under Miri too.
+/// With temporal slipping (asked for; a ring of 256 slots is the smallest that slips)
+/// and without it (the default), Miri included, so the waits run under Miri too.
 #[test]
 fn single_items_arrive_once_and_in_order_slipping_or_not() {
     for slip in [true, false] {
-        let (mut tx, mut rx) = channel::<Tick>(256);
-        assert!(tx.slips() && rx.slips(), "on by default at 256 slots");
-        tx.set_slip(slip);
-        rx.set_slip(slip);
+        let (tx, rx) = channel_with::<Tick>(256, Options::new().slipping(slip));
         assert_eq!((tx.slips(), rx.slips()), (slip, slip));
         single_items_through(tx, rx);
     }
