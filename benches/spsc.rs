@@ -367,7 +367,11 @@ fn print_diagnostics(contenders: &[&str]) {
 
 /// `n` single items from a producer thread to a consumer thread; the run's failed calls
 /// and occupancy samples are logged under `name`.
-fn single<T: Item, P: Tx<T>, C: Rx<T>>((mut tx, mut rx): (P, C), n: u64, name: &'static str) -> Duration {
+fn single<T: Item, P: Tx<T>, C: Rx<T>>(
+    (mut tx, mut rx): (P, C),
+    n: u64,
+    name: &'static str,
+) -> Duration {
     let [producer_work, consumer_work] = work_per_item();
     let diag = std::sync::Mutex::new(Diag {
         items: n,
@@ -407,7 +411,9 @@ fn single<T: Item, P: Tx<T>, C: Rx<T>>((mut tx, mut rx): (P, C), n: u64, name: &
             d.near_full = near_full;
         },
     );
-    DIAG.lock().unwrap().push((name, diag.into_inner().unwrap()));
+    DIAG.lock()
+        .unwrap()
+        .push((name, diag.into_inner().unwrap()));
     elapsed
 }
 
@@ -619,7 +625,13 @@ fn throughput(c: &mut Criterion) {
     }
     g.finish();
     println!("spsc_throughput: failed calls and occupancy over every run criterion made (warm-up included)");
-    print_diagnostics(&["handoff", "handoff_slipping", "stamped", "rtrb", "crossbeam"]);
+    print_diagnostics(&[
+        "handoff",
+        "handoff_slipping",
+        "stamped",
+        "rtrb",
+        "crossbeam",
+    ]);
 }
 
 // ---------------------------------------------------------------------- round trip

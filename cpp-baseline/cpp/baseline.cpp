@@ -72,7 +72,8 @@ extern "C" {
 struct hb_role {
     uint64_t n;              // items to send or receive
     uint64_t t0;             // schedule origin, TSC ticks
-    double period;           // ticks between sends; 0 = unpaced
+    double period;           // ticks between sends (between bursts when burst > 1); 0 = unpaced
+    uint64_t burst;          // items sent back to back at each due time (1: none)
     uint64_t* stamps;        // n stamps: send stamp by index / receive stamp by seq
     uint32_t cpu;            // the core this thread is pinned to (TSC_AUX low 12 bits)
     uint32_t clock;          // 0: the TSC (rdtsc, rdtscp); 1: CLOCK_MONOTONIC, no core check
@@ -80,6 +81,9 @@ struct hb_role {
     uint64_t off_cpu;        // out: stamps taken on another core
     uint64_t bad_seq;        // out (consumer): items out of order or out of range
 };
+
+// The pacer's schedule (defined below, exported so a test can check the Rust pacer).
+uint64_t hb_due(uint64_t t0, double period, uint64_t i);
 
 }  // extern "C"
 
@@ -105,13 +109,14 @@ struct Monotonic {
     static uint64_t stamp(const hb_role*, uint64_t&) { return monotonic_ns(); }
 };
 
-// Pacing: item i is due at t0 + floor(i * period), a fixed origin (open loop).
+// Pacing: item i is due at t0 + floor((i / burst) * period), a fixed origin (open
+// loop); with burst 1 (the document's runs), t0 + floor(i * period).
 // The wait spins on the clock with no pause instruction (see docs/methodology.md).
 template <class C>
 inline void wait_until_due(const hb_role* r, uint64_t i, double& period) {
     if ((i & 4095) == 0 && __atomic_load_n(r->stop, __ATOMIC_RELAXED) != 0) period = 0.0;
     if (period > 0.0) {
-        const uint64_t due = r->t0 + static_cast<uint64_t>(static_cast<double>(i) * period);
+        const uint64_t due = hb_due(r->t0, period, i / r->burst);
         while (C::now() < due) {
         }
     }

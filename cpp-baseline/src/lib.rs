@@ -166,10 +166,12 @@ pub enum Ticks {
 #[derive(Debug)]
 pub struct Role<'a> {
     /// Schedule origin in ticks of [`Role::ticks`]: item `i` is due at
-    /// `t0 + floor(i * period_ticks)`.
+    /// `t0 + floor((i / burst) * period_ticks)`.
     pub t0: u64,
-    /// Ticks between sends; 0 sends as fast as the queue takes them.
+    /// Ticks between sends (between bursts); 0 sends as fast as the queue takes them.
     pub period_ticks: f64,
+    /// Items sent back to back at each due time: 1 (no bursts) or more (0 counts as 1).
+    pub burst: u64,
     /// The clock the schedule, `t0` and the stamps are in.
     pub ticks: Ticks,
     /// The core the thread is pinned to: on the TSC, stamps whose `TSC_AUX` names
@@ -188,6 +190,7 @@ impl<'a> Role<'a> {
         Role {
             t0: 0,
             period_ticks: 0.0,
+            burst: 1,
             ticks: Ticks::Tsc,
             cpu: u32::MAX,
             stamps,
@@ -212,6 +215,7 @@ struct RawRole {
     n: u64,
     t0: u64,
     period: f64,
+    burst: u64,
     stamps: *mut u64,
     cpu: u32,
     clock: u32,
@@ -351,6 +355,7 @@ fn raw(role: Role<'_>) -> RawRole {
         } else {
             0.0
         },
+        burst: role.burst.max(1),
         stamps: role.stamps.as_mut_ptr(),
         cpu: role.cpu,
         clock: match role.ticks {

@@ -717,7 +717,11 @@ fn a_flag_given_beside_a_scale_overrides_its_value() {
         assert_eq!(cfg.items, 500_000, "{args:?}");
         assert_eq!(cfg.sweep_seconds, 0.05, "{args:?}");
         assert_eq!(cfg.run.noise_seconds, 0.5, "{args:?}");
-        assert_eq!(cfg.modes.len(), 3, "{args:?}: --all");
+        assert_eq!(
+            cfg.modes.len(),
+            4,
+            "{args:?}: --all (headline, sweep, throughput, burst)"
+        );
     }
     // A switch the scale turns on stays on; a value given twice takes the later one.
     let cfg = configure_from::<Queue>(
@@ -828,5 +832,6 @@ fn an_experiment_runs_at_a_scale() {
     assert_eq!(c["items"], 5000, "{c}");
     assert_eq!(c["sweep_seconds"], 0.01, "{c}");
     assert_eq!(c["noise_seconds"], 0.0, "{c}");
-    assert_eq!(c["modes"].as_array().unwrap().len(), 3, "{c}");
+    assert_eq!(c["modes"].as_array().unwrap().len(), 4, "{c}");
+    assert_eq!(c["bursts"], 50, "{c}");
 }

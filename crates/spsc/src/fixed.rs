@@ -7,8 +7,8 @@ use core::ptr::NonNull;
 
 use crate::handles::{pair, Consumer, Producer};
 use crate::raw::{Header, Raw};
-use crate::Options;
 use crate::sync::{AtomicBool, Ordering};
+use crate::Options;
 
 /// A ring of exactly `N` items stored inline, with no heap allocation. `N` must be a
 /// power of two (checked at compile time) and at least 1.

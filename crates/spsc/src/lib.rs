@@ -154,6 +154,8 @@ mod slip;
 #[cfg(feature = "alloc")]
 pub mod stamped;
 mod sync;
+#[cfg(all(feature = "std", not(loom)))]
+pub mod wait;
 
 pub use chunk::{ReadChunk, WriteChunk};
 pub use error::{CapacityError, PopError, PushError};

@@ -28,6 +28,8 @@ pub enum Mode {
     Sweep,
     /// Unpaced.
     Throughput,
+    /// Paced bursts: a number of items sent back to back at each due time.
+    Burst,
 }
 
 impl Mode {
@@ -37,6 +39,7 @@ impl Mode {
             Mode::Headline => "headline",
             Mode::Sweep => "sweep",
             Mode::Throughput => "throughput",
+            Mode::Burst => "burst",
         }
     }
 }

@@ -196,7 +196,7 @@ pub fn placement_section<V: Named, X>(p: &Placements, cells: &[Cell<V, X>]) -> S
             p.probes
         );
     }
-    for mode in [Mode::Headline, Mode::Throughput] {
+    for mode in [Mode::Headline, Mode::Throughput, Mode::Burst] {
         let of = || cells.iter().filter(move |c| c.mode == mode);
         if of().next().is_none() {
             continue;

@@ -13,8 +13,11 @@ pub const MIN_ACHIEVED_FRACTION: f64 = 0.95;
 pub struct Schedule {
     /// Origin: item 0 is due here.
     pub t0: u64,
-    /// Ticks between items; 0 means unpaced (every item is due at `t0`).
+    /// Ticks between items (between bursts when `burst > 1`); 0 means unpaced (every
+    /// item is due at `t0`).
     pub period_ticks: f64,
+    /// Items due together, sent back to back: 1 (no bursts) or more.
+    pub burst: u64,
     /// The clock the ticks are of.
     pub timer: Timer,
 }
@@ -37,16 +40,32 @@ impl Schedule {
         Schedule {
             t0,
             period_ticks,
+            burst: 1,
             timer,
         }
     }
 
-    /// When item `i` is due: `t0 + floor(i * period)`. The C++ pacer computes the same
-    /// expression (the C++ variants' `cpp_due`), so both languages keep one schedule
-    /// (the queue experiment's tests check that they agree).
+    /// The same schedule in bursts: `burst` items (at least 1) due together at each
+    /// due time, the due times `period_ticks` apart.
+    ///
+    /// ```
+    /// use handoff_clock::{Source, Timer};
+    /// use runner::lab::pacer::Schedule;
+    /// let s = Schedule::new(1_000, Some(1e6), Timer::with_frequency(Source::Tsc, 3e9)).bursts_of(4);
+    /// assert_eq!((s.due(0), s.due(3), s.due(4), s.due(9)), (1_000, 1_000, 4_000, 7_000));
+    /// ```
+    pub fn bursts_of(mut self, burst: u64) -> Schedule {
+        self.burst = burst.max(1);
+        self
+    }
+
+    /// When item `i` is due: `t0 + floor((i / burst) * period)`, `t0 + floor(i * period)`
+    /// without bursts. The C++ pacer computes the same expression (the C++ variants'
+    /// `cpp_due`), so both languages keep one schedule (the queue experiment's tests
+    /// check that they agree).
     #[inline(always)]
     pub fn due(&self, i: u64) -> u64 {
-        self.t0 + (i as f64 * self.period_ticks) as u64
+        self.t0 + ((i / self.burst) as f64 * self.period_ticks) as u64
     }
 
     /// Whether the schedule paces at all.

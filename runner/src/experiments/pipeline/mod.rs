@@ -153,7 +153,8 @@ pub fn execute(
     let mut out = Outcome::default();
     for &mode in &cfg.modes {
         let points: Vec<(Option<f64>, usize)> = match mode {
-            Mode::Headline | Mode::Throughput => {
+            // Bursts are the queue experiment's; the pipeline never plans them.
+            Mode::Headline | Mode::Throughput | Mode::Burst => {
                 let n = cfg.headline_bg_threads;
                 vec![((n > 0).then_some(cfg.bg_rate_hz), n)]
             }

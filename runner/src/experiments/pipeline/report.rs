@@ -108,7 +108,7 @@ fn sections(out: &Outcome, cfg: &Config) -> Vec<String> {
     let mut v = Vec::new();
     for &mode in &cfg.modes {
         match mode {
-            Mode::Headline | Mode::Throughput => {
+            Mode::Headline | Mode::Throughput | Mode::Burst => {
                 let cells: Vec<&Cell> = out.of(mode).collect();
                 let Some(first) = cells.first() else { continue };
                 let title = if mode == Mode::Headline {

@@ -15,7 +15,7 @@ use serde::Serialize;
 /// `runner queue` options (every default is written here and nowhere else).
 #[derive(Args, Debug, Clone)]
 pub struct QueueArgs {
-    /// Variants, comma-separated [default: all: handoff-spsc,handoff-stamped,rtrb,std-mutex-condvar,cpp-ring,boost-spsc,mutex-condvar]
+    /// Variants, comma-separated [default: all: handoff-spsc,handoff-spsc-slipping,handoff-stamped,rtrb,std-mutex-condvar,cpp-ring,cpp-ring-private,boost-spsc,mutex-condvar]
     #[arg(long)]
     pub variants: Option<String>,
     /// Offered rate of the headline run, items per second
@@ -33,6 +33,20 @@ pub struct QueueArgs {
     /// Sweep: seconds of offered load per point and run (caps --items at low rates)
     #[arg(long, default_value = "0.2", allow_hyphen_values = true, value_parser = flags::num_value)]
     pub sweep_seconds: f64,
+    /// Run the bursty load too (also with --all): --burst-size items back to back,
+    /// --burst-rate times a second; the per-item latency shows what a wait inside a
+    /// call costs an item of a burst
+    #[arg(long)]
+    pub burst: bool,
+    /// Bursty load: items per burst, sent back to back
+    #[arg(long, default_value = "64", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub burst_size: usize,
+    /// Bursty load: bursts per second
+    #[arg(long, default_value = "1e4", allow_hyphen_values = true, value_parser = flags::num_value)]
+    pub burst_rate: f64,
+    /// Bursty load: bursts per run
+    #[arg(long, default_value = "2000", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub bursts: usize,
     /// `--slices`.
     #[command(flatten)]
     pub slicing: paced::SliceFlag,
@@ -60,8 +74,30 @@ pub fn config(a: &QueueArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
         )));
     }
     let slices = a.slicing.checked()?;
+    let burst_size = flags::count_in("burst-size", a.burst_size, 1, 1 << 20, "item")?;
+    let burst_rate_hz = flags::rate("burst-rate", a.burst_rate, 1e8)?;
+    let bursts = flags::count_in("bursts", a.bursts, 1, 1 << 20, "burst")?;
+    if burst_rate_hz * burst_size as f64 > 1e9 {
+        return Err(Error::Usage(format!(
+            "--burst-rate {} x --burst-size {burst_size}: above 1e9 items per second, no pacer can keep that schedule",
+            a.burst_rate
+        )));
+    }
+    if bursts.saturating_mul(burst_size) > 1 << 30 {
+        return Err(Error::Usage(format!(
+            "--bursts {bursts} x --burst-size {burst_size}: more than 2^30 items per run"
+        )));
+    }
     let placement = flags::pair(pin, topo)?;
-    let modes = a.modes.chosen(&[Mode::Headline]);
+    let mut modes = a.modes.chosen(&[Mode::Headline]);
+    if a.burst || a.modes.all {
+        let m = &a.modes;
+        if !(m.headline || m.sweep || m.throughput || m.all) {
+            // `--burst` alone: the bursty load only, not the default headline.
+            modes.clear();
+        }
+        modes.push(Mode::Burst);
+    }
     Ok((
         Settings {
             variants,
@@ -72,6 +108,9 @@ pub fn config(a: &QueueArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
             sweep_seconds,
             sweep_min_items: 20_000.min(items),
             slices,
+            burst_size,
+            burst_rate_hz,
+            bursts,
         },
         placement,
     ))
@@ -97,6 +136,12 @@ pub struct Settings {
     pub sweep_min_items: usize,
     /// Most slices per run.
     pub slices: usize,
+    /// Bursty load: items per burst.
+    pub burst_size: usize,
+    /// Bursty load: bursts per second.
+    pub burst_rate_hz: f64,
+    /// Bursty load: bursts per run.
+    pub bursts: usize,
 }
 
 /// The validated configuration: the common flags, the placement and these settings.
@@ -142,8 +187,25 @@ mod tests {
         assert_eq!(c.placement.control(), None);
         assert_eq!(
             config_of(&["--all"]).unwrap().modes,
-            vec![Mode::Headline, Mode::Sweep, Mode::Throughput]
+            vec![Mode::Headline, Mode::Sweep, Mode::Throughput, Mode::Burst]
         );
+        assert_eq!(config_of(&["--burst"]).unwrap().modes, vec![Mode::Burst]);
+        assert_eq!(
+            config_of(&["--headline", "--burst"]).unwrap().modes,
+            vec![Mode::Headline, Mode::Burst]
+        );
+        let c = config_of(&["--burst"]).unwrap();
+        assert_eq!((c.burst_size, c.burst_rate_hz, c.bursts), (64, 1e4, 2000));
+        let c = config_of(&[
+            "--burst-size",
+            "256",
+            "--burst-rate",
+            "2e3",
+            "--bursts",
+            "10",
+        ])
+        .unwrap();
+        assert_eq!((c.burst_size, c.burst_rate_hz, c.bursts), (256, 2e3, 10));
         assert_eq!(
             config_of(&["--throughput"]).unwrap().modes,
             vec![Mode::Throughput]
@@ -177,6 +239,13 @@ mod tests {
                 (&["--variants", "rtrb,rtrb"], "named twice"),
                 (&["--sweep-seconds", "0"], "above 0"),
                 (&["--slices", "0"], "at least 1 slice"),
+                (&["--burst-size", "0"], "at least 1 item"),
+                (&["--burst-rate", "0"], "above 0"),
+                (&["--bursts", "0"], "at least 1 burst"),
+                (
+                    &["--burst-rate", "1e7", "--burst-size", "1000"],
+                    "above 1e9 items per second",
+                ),
                 (&["--noise-seconds", "61"], "0 (no probe) to 60"),
                 (&["--out", "/proc/x"], "--out /proc/x: cannot create files"),
             ],

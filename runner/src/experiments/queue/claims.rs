@@ -600,6 +600,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
         v.extend(super::shapes::boost_peak(out));
         v.extend(super::shapes::saturated_more(out));
     }
+    v.extend(super::burst::claims(out));
     v
 }
 

@@ -1,8 +1,10 @@
-//! `runner queue`: the SPSC queue document (document 002). Eight variants on the same
+//! `runner queue`: the SPSC queue document (document 002). Nine variants on the same
 //! 16-byte tick, paced open-loop (headline), swept over twelve offered rates
-//! (`--sweep`), and unpaced (`--throughput`). Variants are interleaved run by run so
+//! (`--sweep`), unpaced (`--throughput`), and in paced bursts (`--burst`: what a wait
+//! inside a call costs an item of a burst; the project's, not the document's). Variants are interleaved run by run so
 //! that every variant sees the same moments of a noisy machine.
 
+pub mod burst;
 pub mod claims;
 pub mod report;
 pub mod shapes;
@@ -60,6 +62,8 @@ impl Experiment for Queue {
                 "5000",
                 "--sweep-seconds",
                 "0.01",
+                "--bursts",
+                "50",
                 "--noise-seconds",
                 "0.2",
             ],
@@ -74,18 +78,20 @@ impl Experiment for Queue {
                 "500000",
                 "--sweep-seconds",
                 "0.05",
+                "--bursts",
+                "500",
                 "--noise-seconds",
                 "0.5",
             ],
-            seconds: 26,
+            seconds: 30,
         },
         default: AllRun {
             flags: &["--all"],
-            seconds: 132,
+            seconds: 145,
         },
         full: AllRun {
             flags: &["--all"],
-            seconds: 132,
+            seconds: 145,
         },
     };
 
@@ -126,15 +132,19 @@ pub fn execute(
 ) -> Result<Outcome> {
     let mut out = Outcome::default();
     for &mode in &cfg.modes {
+        // Offered items per second (for the bursty load, bursts per second times the
+        // burst's size).
         let rates: Vec<Option<f64>> = match mode {
             Mode::Headline => vec![Some(cfg.rate_hz)],
             Mode::Sweep => Config::sweep_rates().into_iter().map(Some).collect(),
             Mode::Throughput => vec![None],
+            Mode::Burst => vec![Some(cfg.burst_rate_hz * cfg.burst_size as f64)],
         };
         for rate in rates {
             for &v in &cfg.variants {
                 let items = match (mode, rate) {
                     (Mode::Sweep, Some(r)) => cfg.sweep_items(r),
+                    (Mode::Burst, _) => cfg.bursts * cfg.burst_size,
                     _ => cfg.items,
                 };
                 let mut cell = Cell::new(mode, v, rate, items, ());
@@ -170,10 +180,16 @@ pub fn execute(
         (producer, consumer),
         step_ns,
         |cell, items, _| {
+            let burst = if cell.mode == Mode::Burst {
+                cfg.burst_size
+            } else {
+                1
+            };
             let spec = RunSpec {
                 items,
                 capacity: cfg.capacity,
-                rate_hz: cell.offered_hz,
+                rate_hz: cell.offered_hz.map(|r| r / burst as f64),
+                burst: burst as u64,
                 timer,
                 producer_cpu: producer,
                 consumer_cpu: consumer,

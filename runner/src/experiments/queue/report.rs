@@ -107,6 +107,13 @@ impl Report<Config> for Outcome {
                     &format!("throughput: unpaced, {} runs x {} items, capacity {} (medians of runs)", cfg.run.runs, cfg.items, cfg.capacity),
                     self.of(Mode::Throughput).map(Cell::row),
                 ),
+                Mode::Burst => measure::table(
+                    &format!(
+                        "burst: {} items back to back, {} bursts a second ({} items/s offered), {} runs x {} bursts, capacity {}; latency of every item of every burst = producer stamp before push -> consumer stamp after pop",
+                        cfg.burst_size, fmt_rate(cfg.burst_rate_hz), fmt_rate(cfg.burst_rate_hz * cfg.burst_size as f64), cfg.run.runs, cfg.bursts, cfg.capacity
+                    ),
+                    self.of(Mode::Burst).map(Cell::row),
+                ),
             })
             .collect();
         v.push(paced::placement_section(&self.placements, &self.cells));

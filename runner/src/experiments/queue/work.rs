@@ -18,8 +18,12 @@ use std::sync::{Condvar, Mutex};
 /// A queue variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Variant {
-    /// `handoff_spsc` (this project's ring).
+    /// `handoff_spsc` (this project's ring), as `channel` makes it: no call waits.
     HandoffSpsc,
+    /// The same ring with temporal slipping asked for (`Options::slipping`): a
+    /// streaming handle waits up to about 5 us inside `try_push` / `try_pop` for the
+    /// other side to get ahead.
+    HandoffSpscSlipping,
     /// `handoff_spsc::stamped` (this project's ring with a stamp per slot: one cache
     /// line per item to the consumer).
     HandoffStamped,
@@ -40,8 +44,9 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant, in report order.
-    pub const ALL: [Variant; 8] = [
+    pub const ALL: [Variant; 9] = [
         Variant::HandoffSpsc,
+        Variant::HandoffSpscSlipping,
         Variant::HandoffStamped,
         Variant::Rtrb,
         Variant::StdMutexCondvar,
@@ -55,6 +60,7 @@ impl Variant {
     pub fn name(self) -> &'static str {
         match self {
             Variant::HandoffSpsc => "handoff-spsc",
+            Variant::HandoffSpscSlipping => "handoff-spsc-slipping",
             Variant::HandoffStamped => "handoff-stamped",
             Variant::Rtrb => "rtrb",
             Variant::StdMutexCondvar => "std-mutex-condvar",
@@ -142,8 +148,10 @@ pub struct RunSpec<'a> {
     pub items: usize,
     /// Queue capacity.
     pub capacity: usize,
-    /// Offered rate; `None` is unpaced (saturated).
+    /// Offered rate (of bursts, when `burst > 1`); `None` is unpaced (saturated).
     pub rate_hz: Option<f64>,
+    /// Items sent back to back at each due time (1: none).
+    pub burst: u64,
     /// The calibrated clock: reads and conversions.
     pub timer: Timer,
     /// Producer core.
@@ -163,6 +171,12 @@ pub fn run_once(variant: Variant, spec: &RunSpec<'_>) -> Result<Stamps> {
         Variant::HandoffSpsc => {
             let (tx, rx) = handoff_spsc::try_channel::<Tick>(spec.capacity)
                 .map_err(|e| Error::Run(format!("handoff-spsc: {e}")))?;
+            two_roles(spec, SpinP(tx), SpinC(rx))
+        }
+        Variant::HandoffSpscSlipping => {
+            let options = handoff_spsc::Options::new().slipping(true);
+            let (tx, rx) = handoff_spsc::try_channel_with::<Tick>(spec.capacity, options)
+                .map_err(|e| Error::Run(format!("handoff-spsc-slipping: {e}")))?;
             two_roles(spec, SpinP(tx), SpinC(rx))
         }
         Variant::HandoffStamped => {
@@ -203,11 +217,16 @@ fn two_roles<P: Produce, C: Consume>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result
     let n = spec.items;
     let mut send = lab::prefaulted(n);
     let mut recv = lab::prefaulted(n);
-    let rate = spec.rate_hz;
+    let (rate, burst) = (spec.rate_hz, spec.burst);
     let roles = vec![
         Role::new(spec.producer_cpu, |s: Start<'_>| {
             (
-                tx.produce(s.schedule(rate), &mut send, s.stamper(), s.stop),
+                tx.produce(
+                    s.schedule(rate).bursts_of(burst),
+                    &mut send,
+                    s.stamper(),
+                    s.stop,
+                ),
                 0,
             )
         }),
@@ -220,7 +239,7 @@ fn two_roles<P: Produce, C: Consume>(spec: &RunSpec<'_>, tx: P, rx: C) -> Result
         unreachable!("the harness returns one result per role")
     };
     Ok(Stamps {
-        schedule: Schedule::new(t0, spec.rate_hz, spec.timer),
+        schedule: Schedule::new(t0, spec.rate_hz, spec.timer).bursts_of(burst),
         send,
         recv,
         off_core: producer_off_cpu + consumer_off_cpu,
@@ -410,6 +429,7 @@ impl Produce for Cpp<cpp_baseline::ProducerSide> {
         let r = self.0.run(cpp_baseline::Role {
             t0: sched.t0,
             period_ticks: sched.period_ticks,
+            burst: sched.burst,
             ticks: cpp_ticks(at),
             cpu: at.cpu(),
             stamps,
@@ -425,6 +445,7 @@ impl Consume for Cpp<cpp_baseline::ConsumerSide> {
         let r = self.0.run(cpp_baseline::Role {
             t0: 0,
             period_ticks: 0.0,
+            burst: 1,
             ticks: cpp_ticks(at),
             cpu: at.cpu(),
             stamps,
@@ -450,6 +471,16 @@ mod tests {
                 assert_eq!(c, s.due(i), "item {i}");
             }
         }
+        // In bursts both compute `t0 + floor((i / burst) * period)`: the C++ loop calls
+        // the same function with `i / burst`.
+        let b = Schedule::new(777, Some(1e4), tsc_at(2.6e9)).bursts_of(64);
+        for i in [0u64, 63, 64, 65, 127_999] {
+            if let Some(c) = cpp_baseline::cpp_due(b.t0, b.period_ticks, i / 64) {
+                assert_eq!(c, b.due(i), "burst item {i}");
+            }
+        }
+        assert_eq!(b.due(63), b.due(0));
+        assert!(b.due(64) > b.due(63));
         for rate in crate::lab::pacer::log_spaced(1e5, 5e7, 12) {
             let s = Schedule::new(42, Some(rate), tsc_at(2.6e9));
             if let Some(c) = cpp_baseline::cpp_due(s.t0, s.period_ticks, 999_983) {
