@@ -584,6 +584,28 @@ fn crossbeam_single(n: u64) -> Duration {
     single::<Tick, _, _>(crossbeam_ring(), n, "crossbeam")
 }
 
+/// The default ring with a monitor thread (unpinned) that reads its `Observer` once a
+/// millisecond, sleeping between: what watching a ring costs the two threads.
+fn observed_single(n: u64) -> Duration {
+    let (tx, rx) = handoff_ring::<Tick>();
+    let watch = tx.observer();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let done = &done;
+        s.spawn(move || {
+            let mut most = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(black_box(watch.stats()).len);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            black_box(most)
+        });
+        let elapsed = single::<Tick, _, _>((tx, rx), n, "handoff_observed");
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        elapsed
+    })
+}
+
 fn handoff_single_u64(n: u64) -> Duration {
     single::<u64, _, _>(handoff_ring(), n, "handoff u64")
 }
@@ -693,6 +715,7 @@ fn paired_comparison() {
         "spsc_paired/single_slipping",
         "spsc_paired/single_u64",
         "spsc_paired/single_u64_slipping",
+        "spsc_paired/observed",
         "spsc_paired/batch",
         "spsc_paired/batch_vs_single",
         "spsc_paired/round_trip",
@@ -707,7 +730,7 @@ fn paired_comparison() {
     println!("\nspsc_paired: alternating back-to-back runs, medians of per-pair ratios");
     // Single items: the default ring (no call waits) and the ring with slipping asked
     // for, each against rtrb, on the 16-byte tick and on a bare u64.
-    let singles: [(&str, &str, Run, &str, Run, &str); 4] = [
+    let singles: [(&str, &str, Run, &str, Run, &str); 5] = [
         (
             "spsc_paired/single",
             "16-byte ticks, the default ring (no call waits):",
@@ -723,6 +746,14 @@ fn paired_comparison() {
             "handoff_slipping",
             rtrb_single,
             "rtrb",
+        ),
+        (
+            "spsc_paired/observed",
+            "16-byte ticks, the default ring read by a monitor thread once a millisecond, against the same ring unwatched:",
+            observed_single,
+            "handoff_observed",
+            handoff_single,
+            "handoff",
         ),
         (
             "spsc_paired/single_u64",

@@ -5,7 +5,8 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crate::chunk::{ReadChunk, WriteChunk};
-use crate::raw::{Backing, Raw};
+use crate::observer::Observer;
+use crate::raw::{self, Backing, ProducerStats, Raw};
 use crate::slip::{self, Side, Slip};
 use crate::sync::Ordering;
 use crate::{Options, PopError, PushError};
@@ -50,6 +51,9 @@ pub struct Producer<T, B: Backing = Heap<T>> {
     pub(crate) read_back_at: usize,
     /// Temporal slipping ([`Options::slipping`]).
     pub(crate) slip: Slip,
+    /// Whether the last push found the ring full (so the next failure is not a new
+    /// full episode for the [`Observer`]); cleared when a refresh finds room.
+    pub(crate) was_full: Cell<bool>,
     pub(crate) _backing: B,
     pub(crate) _owns: PhantomData<T>,
 }
@@ -74,6 +78,9 @@ pub struct Consumer<T, B: Backing = Heap<T>> {
     pub(crate) cached_tail: Cell<usize>,
     /// Temporal slipping ([`Options::slipping`]).
     pub(crate) slip: Slip,
+    /// The most items a refresh of `tail` found (published for the [`Observer`] when
+    /// it grows).
+    pub(crate) seen_most: Cell<usize>,
     pub(crate) _backing: B,
     pub(crate) _owns: PhantomData<T>,
 }
@@ -101,6 +108,7 @@ pub(crate) fn pair<T, B: Backing>(
             reads_back: Cell::new(false),
             read_back_at: slip::read_back_at(capacity),
             slip: Slip::new(Side::Producer, options.slipping, capacity),
+            was_full: Cell::new(false),
             _backing: producer_backing,
             _owns: PhantomData,
         },
@@ -109,6 +117,7 @@ pub(crate) fn pair<T, B: Backing>(
             head: 0,
             cached_tail: Cell::new(0),
             slip: Slip::new(Side::Consumer, options.slipping, capacity),
+            seen_most: Cell::new(0),
             _backing: consumer_backing,
             _owns: PhantomData,
         },
@@ -300,13 +309,36 @@ impl<T, B: Backing> Producer<T, B> {
     #[cold]
     #[inline(never)]
     fn full(&self, tail: usize) -> Full {
-        if !self.raw.other_dropped() {
+        let full = if !self.raw.other_dropped() {
             Full::Yes
         } else if self.refill(tail) == 0 {
             Full::AndGone
         } else {
-            Full::NoLonger
+            return Full::NoLonger;
+        };
+        let stats = &self.raw.header().producer_stats;
+        ProducerStats::bump(&stats.full_pushes);
+        if !self.was_full.replace(true) {
+            ProducerStats::bump(&stats.full_events);
         }
+        full
+    }
+
+    /// A read-only view of the ring for any thread: depth, high-water mark, times
+    /// full, items through ([`Observer`]).
+    ///
+    /// ```
+    /// let (mut tx, _rx) = handoff_spsc::channel::<u8>(2);
+    /// let watch = tx.observer();
+    /// tx.try_push(1).unwrap();
+    /// assert_eq!(std::thread::spawn(move || watch.len()).join().unwrap(), 1);
+    /// ```
+    pub fn observer(&self) -> Observer<T, B> {
+        Observer::new(
+            self.raw.header_ptr(),
+            self.raw.capacity(),
+            raw::share(&self._backing),
+        )
     }
 
     /// Whether the [`Consumer`] has been dropped: nothing pushed from now on will be read.
@@ -382,6 +414,9 @@ impl<T, B: Backing> Producer<T, B> {
     #[inline]
     fn refill(&self, tail: usize) -> usize {
         let free = self.poll_free();
+        if free != 0 {
+            self.was_full.set(false);
+        }
         let used = self.raw.capacity() - free;
         if self.read_back_at != 0 && used >= self.read_back_at {
             self.reads_back.set(true);
@@ -682,8 +717,37 @@ impl<T, B: Backing> Consumer<T, B> {
         );
         if ready == 0 {
             self.publish_if_behind();
+        } else if ready > self.seen_most.get() {
+            self.note_most(ready);
         }
         ready
+    }
+
+    /// A new high-water mark for the [`Observer`].
+    #[cold]
+    #[inline(never)]
+    fn note_most(&self, ready: usize) {
+        self.seen_most.set(ready);
+        // Relaxed: a counter for observers; only the consumer writes it.
+        self.raw
+            .header()
+            .consumer_stats
+            .high_water
+            .store(ready, Ordering::Relaxed);
+    }
+
+    /// A read-only view of the ring for any thread ([`Producer::observer`]).
+    ///
+    /// ```
+    /// let (_tx, rx) = handoff_spsc::channel::<u8>(2);
+    /// assert!(rx.observer().is_empty());
+    /// ```
+    pub fn observer(&self) -> Observer<T, B> {
+        Observer::new(
+            self.raw.header_ptr(),
+            self.raw.capacity(),
+            raw::share(&self._backing),
+        )
     }
 
     /// After a forgotten [`ReadChunk`] the shared `head` lags ours. With nothing left to

@@ -25,6 +25,15 @@ pub struct Heap<T> {
     _ring: Arc<HeapRing<T>>,
 }
 
+impl<T> Heap<T> {
+    /// Another owner of the ring's memory.
+    pub(crate) fn share(&self) -> Heap<T> {
+        Heap {
+            _ring: Arc::clone(&self._ring),
+        }
+    }
+}
+
 struct HeapRing<T> {
     header: Header,
     buf: NonNull<MaybeUninit<T>>,

@@ -148,6 +148,7 @@ mod handles;
 mod heap;
 #[doc(hidden)]
 pub mod hint;
+mod observer;
 mod options;
 mod raw;
 mod slip;
@@ -164,6 +165,7 @@ pub use fixed::{StaticChannel, StaticConsumer, StaticProducer};
 pub use handles::{Consumer, Producer};
 #[cfg(feature = "alloc")]
 pub use heap::{channel, channel_with, try_channel, try_channel_with, Heap};
+pub use observer::{Observer, RingStats};
 pub use options::Options;
 pub use raw::Backing;
 
@@ -172,3 +174,10 @@ pub use raw::Backing;
 /// definition.
 #[cfg(not(feature = "alloc"))]
 pub struct Heap<T>(core::convert::Infallible, core::marker::PhantomData<T>);
+
+#[cfg(not(feature = "alloc"))]
+impl<T> Heap<T> {
+    pub(crate) fn share(&self) -> Heap<T> {
+        match self.0 {}
+    }
+}

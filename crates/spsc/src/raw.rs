@@ -23,8 +23,69 @@ pub(crate) struct Header {
     pub(crate) tail: CachePadded<AtomicUsize>,
     /// Live handles: 2 after creation, 0 once both are dropped.
     pub(crate) handles: AtomicUsize,
+    /// What the producer counts for an [`Observer`](crate::Observer), on its slow
+    /// paths only: written by the producer alone, on a line of its own.
+    pub(crate) producer_stats: CachePadded<ProducerStats>,
+    /// What the consumer counts, likewise.
+    pub(crate) consumer_stats: CachePadded<ConsumerStats>,
     #[cfg(loom)]
     pub(crate) shadow: crate::sync::Shadow,
+}
+
+/// The producer's counters (one writer: plain loads and stores, no read-modify-write).
+pub(crate) struct ProducerStats {
+    /// `try_push` calls that found the ring full.
+    pub(crate) full_pushes: AtomicUsize,
+    /// Times the ring became full: a failed push after a push that succeeded.
+    pub(crate) full_events: AtomicUsize,
+}
+
+/// The consumer's counters.
+pub(crate) struct ConsumerStats {
+    /// The most items the consumer found ready at one refresh of `tail`.
+    pub(crate) high_water: AtomicUsize,
+}
+
+impl ProducerStats {
+    #[cfg(not(loom))]
+    const fn new() -> Self {
+        ProducerStats {
+            full_pushes: AtomicUsize::new(0),
+            full_events: AtomicUsize::new(0),
+        }
+    }
+    #[cfg(loom)]
+    fn new() -> Self {
+        ProducerStats {
+            full_pushes: AtomicUsize::new(0),
+            full_events: AtomicUsize::new(0),
+        }
+    }
+
+    /// Adds one to a counter that only this thread writes.
+    #[inline]
+    pub(crate) fn bump(counter: &AtomicUsize) {
+        // Relaxed: a counter for observers; nothing is published through it.
+        counter.store(
+            counter.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+impl ConsumerStats {
+    #[cfg(not(loom))]
+    const fn new() -> Self {
+        ConsumerStats {
+            high_water: AtomicUsize::new(0),
+        }
+    }
+    #[cfg(loom)]
+    fn new() -> Self {
+        ConsumerStats {
+            high_water: AtomicUsize::new(0),
+        }
+    }
 }
 
 impl Header {
@@ -34,6 +95,8 @@ impl Header {
             head: CachePadded::new(AtomicUsize::new(0)),
             tail: CachePadded::new(AtomicUsize::new(0)),
             handles: AtomicUsize::new(2),
+            producer_stats: CachePadded::new(ProducerStats::new()),
+            consumer_stats: CachePadded::new(ConsumerStats::new()),
         }
     }
 
@@ -43,6 +106,8 @@ impl Header {
             head: CachePadded::new(AtomicUsize::new(0)),
             tail: CachePadded::new(AtomicUsize::new(0)),
             handles: AtomicUsize::new(2),
+            producer_stats: CachePadded::new(ProducerStats::new()),
+            consumer_stats: CachePadded::new(ConsumerStats::new()),
             shadow: (0..slots)
                 .map(|_| loom::cell::UnsafeCell::new(()))
                 .collect(),
@@ -81,6 +146,11 @@ impl<T> Raw<T> {
     /// Both handles get their own copy.
     pub(crate) fn duplicate(&self) -> Self {
         Raw { ..*self }
+    }
+
+    /// The header, for an [`Observer`](crate::Observer).
+    pub(crate) fn header_ptr(&self) -> NonNull<Header> {
+        self.header
     }
 
     #[inline(always)]
@@ -291,7 +361,17 @@ impl<T> Raw<T> {
 }
 
 mod sealed {
-    pub trait Sealed {}
+    pub trait Sealed {
+        /// Another owner of the same memory (an [`Observer`](crate::Observer)'s).
+        fn share(&self) -> Self
+        where
+            Self: Sized;
+    }
+}
+
+/// Another owner of the memory `backing` keeps alive.
+pub(crate) fn share<B: Backing>(backing: &B) -> B {
+    sealed::Sealed::share(backing)
 }
 
 /// What keeps a ring's memory alive while its handles exist: [`Heap`](crate::Heap) for
@@ -308,11 +388,19 @@ mod sealed {
 /// ```
 pub trait Backing: sealed::Sealed {}
 
-impl<T> sealed::Sealed for crate::Heap<T> {}
+impl<T> sealed::Sealed for crate::Heap<T> {
+    fn share(&self) -> Self {
+        crate::Heap::share(self)
+    }
+}
 impl<T> Backing for crate::Heap<T> {}
 
 #[cfg(not(loom))]
-impl<T, const N: usize> sealed::Sealed for &crate::StaticChannel<T, N> {}
+impl<T, const N: usize> sealed::Sealed for &crate::StaticChannel<T, N> {
+    fn share(&self) -> Self {
+        self
+    }
+}
 #[cfg(not(loom))]
 impl<T, const N: usize> Backing for &crate::StaticChannel<T, N> {}
 
