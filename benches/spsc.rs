@@ -656,6 +656,80 @@ fn throughput(c: &mut Criterion) {
     ]);
 }
 
+// ---------------------------------------------------------------------- fan-in
+
+/// Producers of the fan-in runs (the bench machine has two cores: they share one,
+/// the consumer has the other).
+const FAN_IN_PRODUCERS: usize = 2;
+
+/// `n` items from `FAN_IN_PRODUCERS` producer threads (pinned to the first core) to
+/// one consumer (the second), each producer sending `n / FAN_IN_PRODUCERS` ticks whose
+/// `price` names it; the consumer checks each producer's sequence. `pop` is the
+/// contender's consuming call; `pushers` its producing ends.
+fn fan_in_run<P: Tx<Tick>>(
+    pushers: Vec<P>,
+    mut pop: impl FnMut() -> Option<Tick> + Send,
+    n: u64,
+) -> Duration {
+    let per = n / FAN_IN_PRODUCERS as u64;
+    let pins = common::cores();
+    let barrier = std::sync::Barrier::new(FAN_IN_PRODUCERS + 1);
+    std::thread::scope(|s| {
+        let b = &barrier;
+        let consumer = s.spawn(move || {
+            common::pin(pins.map(|p| p.1));
+            b.wait();
+            let start = std::time::Instant::now();
+            let mut next = [0u64; FAN_IN_PRODUCERS];
+            for _ in 0..per * FAN_IN_PRODUCERS as u64 {
+                let t = loop {
+                    if let Some(t) = pop() {
+                        break t;
+                    }
+                };
+                let id = t.price as usize;
+                assert_eq!(
+                    t.seq, next[id],
+                    "producer {id}: lost, duplicated or reordered"
+                );
+                next[id] += 1;
+            }
+            start.elapsed()
+        });
+        for (id, mut tx) in pushers.into_iter().enumerate() {
+            s.spawn(move || {
+                common::pin(pins.map(|p| p.0));
+                b.wait();
+                for seq in 0..per {
+                    push_spin(
+                        &mut tx,
+                        Tick {
+                            seq,
+                            price: id as u64,
+                        },
+                    );
+                }
+            });
+        }
+        consumer.join().expect("consumer panicked")
+    })
+}
+
+/// handoff's `FanIn`: one SPSC ring per producer, polled round-robin.
+fn handoff_fan_in(n: u64) -> Duration {
+    let (txs, mut rx) = handoff::spsc::fan_in::<Tick>(FAN_IN_PRODUCERS, CAPACITY);
+    fan_in_run(txs, move || rx.try_pop().ok(), n)
+}
+
+/// crossbeam's `ArrayQueue` shared by every producer and the consumer.
+fn array_queue_fan_in(n: u64) -> Duration {
+    let q = Arc::new(crossbeam_queue::ArrayQueue::new(CAPACITY));
+    let txs = (0..FAN_IN_PRODUCERS)
+        .map(|_| Crossbeam(Arc::clone(&q)))
+        .collect();
+    fan_in_run(txs, move || q.pop(), n)
+}
+
 // ---------------------------------------------------------------------- round trip
 
 /// Ping-pong: the pinger sends tick `i` through one ring, the echo thread sends it back
@@ -716,6 +790,7 @@ fn paired_comparison() {
         "spsc_paired/single_u64",
         "spsc_paired/single_u64_slipping",
         "spsc_paired/observed",
+        "spsc_paired/fan_in",
         "spsc_paired/batch",
         "spsc_paired/batch_vs_single",
         "spsc_paired/round_trip",
@@ -790,6 +865,18 @@ fn paired_comparison() {
             false,
         );
         print_diagnostics(&[our_name, their_name]);
+    }
+    if wanted("spsc_paired/fan_in") {
+        println!("fan-in: {FAN_IN_PRODUCERS} producers (sharing the first core) into one consumer, handoff's FanIn (a ring per producer) against crossbeam's ArrayQueue (one queue for all):");
+        paired(
+            "throughput (M items/s)",
+            "M/s",
+            ("handoff_fan_in", handoff_fan_in),
+            ("array_queue", array_queue_fan_in),
+            4_000_000,
+            21,
+            false,
+        );
     }
     if wanted("spsc_paired/batch") {
         for log in [&HANDOFF_CHUNKS, &RTRB_CHUNKS] {

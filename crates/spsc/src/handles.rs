@@ -481,11 +481,32 @@ impl<T, B: Backing> Consumer<T, B> {
         if head == self.cached_tail.get() && self.poll_ready_slipping() == 0 {
             self.empty()?;
         }
-        // SAFETY: `head < cached_tail <= tail`: the slot holds an item the producer
-        // published, and it is ours until we advance `head`.
+        Ok(self.take(head))
+    }
+
+    /// [`try_pop`](Self::try_pop) with neither the empty poll's `pause` nor slipping:
+    /// for [`FanIn`](crate::FanIn), which polls several rings and pauses once when all
+    /// were empty.
+    #[cfg(feature = "alloc")]
+    #[inline]
+    pub(crate) fn try_pop_quiet(&mut self) -> Result<T, PopError> {
+        let head = self.head;
+        if head == self.cached_tail.get() && self.refresh_ready() == 0 {
+            self.empty()?;
+        }
+        Ok(self.take(head))
+    }
+
+    /// Moves the item at `head` out and releases its slot.
+    #[inline(always)]
+    fn take(&mut self, head: usize) -> T {
+        debug_assert!(head != self.cached_tail.get(), "no item is ready at head");
+        // SAFETY: `head < cached_tail <= tail` (checked by the callers, or made so by
+        // `empty`'s reload): the slot holds an item the producer published, and it is
+        // ours until we advance `head`.
         let value = unsafe { self.raw.read(head) };
         self.release(head.wrapping_add(1));
-        Ok(value)
+        value
     }
 
     /// When the ring looked empty: `Ok` if the producer is gone but left items (now in

@@ -141,6 +141,8 @@ extern crate alloc;
 
 mod chunk;
 mod error;
+#[cfg(feature = "alloc")]
+mod fan_in;
 #[cfg(not(loom))]
 mod fixed;
 mod handles;
@@ -160,6 +162,8 @@ pub mod wait;
 
 pub use chunk::{ReadChunk, WriteChunk};
 pub use error::{CapacityError, PopError, PushError};
+#[cfg(feature = "alloc")]
+pub use fan_in::{fan_in, try_fan_in, FanIn};
 #[cfg(not(loom))]
 pub use fixed::{StaticChannel, StaticConsumer, StaticProducer};
 pub use handles::{Consumer, Producer};
