@@ -151,6 +151,7 @@ mod os;
 mod release;
 #[doc(hidden)]
 pub mod remote;
+mod settings;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod spill;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
@@ -160,6 +161,7 @@ mod sync;
 pub mod takes;
 
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+pub use settings::{purge_delay, set_purge_delay, DEFAULT_PURGE_DELAY, PURGE_DELAY_ENV};
 pub use stats::{heap_stats, stats, ArenaMode, HeapStats, Stats};
 
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]

@@ -1,8 +1,9 @@
 //! When memory goes back to the operating system: the policy, in one place.
 //!
 //! A thread keeps resident the free blocks it keeps using: a block given back costs a
-//! page fault (and a page of zeros) when it is used next. Four times a second at most
-//! ([`PURGE_NS`], looked at every [`PURGE_TICKS`] slow-path calls) the owner of a heap
+//! page fault (and a page of zeros) when it is used next. Once per purge delay at most
+//! (250 ms by default, never with purging off: [`crate::set_purge_delay`]; looked at
+//! every [`PURGE_TICKS`] slow-path calls) the owner of a heap
 //! takes the blocks other threads returned to it into its depots and gives back the
 //! pages of depot entries it has not taken since the last such look ([`Heap::purge`]);
 //! refills take returned blocks before the depot's, so stock beyond what the thread
@@ -99,13 +100,14 @@ pub(crate) unsafe fn release_pages_within(base: *mut u8, lo: usize, hi: usize) {
 /// How long a heap nobody owns keeps its free blocks' memory before [`release_idle`]
 /// gives it back.
 pub(crate) const DECAY_NS: u64 = 1_000_000_000;
-/// How often, at most, a thread that keeps allocating looks at its heap's free stock
-/// ([`Heap::purge`]), and how long a depot entry it has not taken keeps its memory.
-/// (A second, with half a second's staleness, in earlier versions: the
-/// long-lived thread of tests/thread_waves.rs then still held the stock of a wave whose
-/// workers had run late a second or two later, so the growth measured after the last
-/// wave reached 27 and 37 MiB in two of ten release runs with 100 workers a wave.)
-const PURGE_NS: u64 = 250_000_000;
+// How often, at most, a thread that keeps allocating looks at its heap's free stock
+// ([`Heap::purge`]), and how long a depot entry it has not taken keeps its memory, is
+// the purge delay (`crate::settings`: `set_purge_delay`, `HANDOFF_ALLOC_PURGE_DELAY_MS`),
+// 250 ms by default. (A second, with half a second's staleness, in earlier versions:
+// the long-lived thread of tests/thread_waves.rs then still held the stock of a wave
+// whose workers had run late a second or two later, so the growth measured after the
+// last wave reached 27 and 37 MiB in two of ten release runs with 100 workers a wave.)
+
 /// Slow-path calls (magazine refills and spills) between two looks at the clock. A
 /// thread that allocates the blocks other threads return to it calls `refill` once per
 /// allocation, so a look (a clock read, about 20 ns) every 256 calls costs it about
@@ -333,23 +335,28 @@ impl Heap {
             return;
         }
         *left = PURGE_TICKS;
+        if crate::settings::purging_off() {
+            // `set_purge_delay(None)`: this thread never gives memory back by itself.
+            return;
+        }
         // SAFETY: the caller's contract.
         unsafe { self.purge() };
     }
 
-    /// Once every [`PURGE_NS`] at most, for the thread that owns this heap: takes the
+    /// Once per purge delay at most, for the thread that owns this heap: takes the
     /// blocks other threads returned into the depots, and gives back the pages of depot
-    /// entries the thread has not taken for at least [`PURGE_NS`] (beyond [`KEEP`]).
+    /// entries the thread has not taken for at least that long (beyond [`KEEP`]).
     ///
     /// # Safety
     /// As for [`tick`](Self::tick).
     #[cold]
     #[inline(never)]
     unsafe fn purge(&self) {
+        let delay = crate::settings::purge_delay_ns();
         let now = now_ns();
         // SAFETY: the owner alone touches the time.
         let at = unsafe { &mut *self.purged_at.get() };
-        if now.wrapping_sub(*at) < PURGE_NS {
+        if now.wrapping_sub(*at) < delay {
             return;
         }
         *at = now;
@@ -358,7 +365,7 @@ impl Heap {
             // SAFETY: the caller owns the heap; no reference into the bin is alive.
             unsafe {
                 self.gather_returned(c, false);
-                self.release_stale(c, now, PURGE_NS, &mut keep);
+                self.release_stale(c, now, delay, &mut keep);
             }
         }
         // SAFETY: the caller owns the heap (borrowed blocks may have been forwarded).

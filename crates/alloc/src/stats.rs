@@ -9,6 +9,7 @@ use core::sync::atomic::Ordering;
 
 /// How the allocator's arena was reserved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ArenaMode {
     /// Not yet: nothing has allocated through the allocator.
     #[default]
@@ -27,6 +28,7 @@ pub enum ArenaMode {
 /// Process totals. Taken while other threads allocate, the figures are each read at a
 /// slightly different moment; once they stop, they are exact.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// How the arena was reserved.
     pub arena_mode: ArenaMode,
@@ -98,8 +100,9 @@ pub struct Stats {
     /// The `madvise` calls that gave it back, ever.
     pub release_calls: u64,
     /// Times a live thread looked over its heap's free stock and gave back what it had
-    /// not used since it last looked (four times a second at most per heap, on its slow
-    /// paths).
+    /// not used since it last looked (once per purge delay at most per heap, four times a
+    /// second by default, on its slow paths; never with purging off:
+    /// [`set_purge_delay`](crate::set_purge_delay)).
     pub purges: u64,
     /// Frees of a thread's own small blocks that the fast path did not take, ever: the
     /// magazine was full (one free in 32 or so when a thread frees many in a row).
@@ -120,6 +123,7 @@ pub struct Stats {
 
 /// One heap's figures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HeapStats {
     /// The heap's number (0 is the shared heap).
     pub index: usize,

@@ -54,6 +54,7 @@ pub enum Source {
 /// result.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct Calibration {
     /// The source in use.
     pub source: Source,
@@ -79,6 +80,7 @@ pub struct Calibration {
 /// Measured cost of one read of each kind, in nanoseconds (median of several batches).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct ReadCost {
     /// [`Clock::start`] (`lfence; rdtsc` on the TSC).
     pub start_ns: f64,

@@ -147,17 +147,27 @@ pub fn new<T>(config: Config) -> Result<(Allocator<T>, Releaser<T>), ConfigError
     ))
 }
 
-/// What an [`Allocator`] has done so far.
+/// What an [`Allocator`] has done so far. `#[non_exhaustive]`: more counters may come.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AllocatorStats {
     /// Moves to the next arena.
     pub rotations: u64,
     /// Allocations refused because the next arena was not yet drained.
     pub exhausted: u64,
+    /// Objects handed out so far ([`Allocator::allocated`]).
+    pub allocated: u64,
+    /// Objects alive now: handed out and not yet acknowledged, as of the arenas'
+    /// counters when [`Allocator::stats`] reads them.
+    pub in_use: u64,
+    /// Objects dropped somewhere else than in the [`Releaser`] (their box dropped on
+    /// another thread): acknowledged on their arena's second counter, nothing lost.
+    pub dropped_elsewhere: u64,
 }
 
-/// What a [`Releaser`] has done so far.
+/// What a [`Releaser`] has done so far. `#[non_exhaustive]`: more counters may come.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReleaserStats {
     /// Objects released (dropped and acknowledged).
     pub released: u64,
@@ -305,9 +315,34 @@ impl<T> Allocator<T> {
         self.end - self.pos
     }
 
-    /// Counts of what this half has done.
+    /// Counts of what this half has done, and the objects alive now.
+    ///
+    /// ```
+    /// let (mut alloc, mut release) = handoff_pool::arena::new::<u8>(Default::default()).unwrap();
+    /// let a = alloc.try_alloc(1).unwrap();
+    /// let b = alloc.try_alloc(2).unwrap();
+    /// release.free(a).unwrap();
+    /// let s = alloc.stats();
+    /// assert_eq!((s.allocated, s.in_use, s.dropped_elsewhere), (2, 1, 0));
+    /// drop(b);
+    /// assert_eq!(alloc.stats().dropped_elsewhere, 1);
+    /// ```
     pub fn stats(&self) -> AllocatorStats {
-        self.stats
+        // SAFETY: the shared state outlives this handle.
+        let counters = &unsafe { self.shared.as_ref() }.counters;
+        // Relaxed: figures for statistics.
+        let (mut acked, mut retired) = (0usize, 0usize);
+        for c in counters.iter() {
+            acked = acked.wrapping_add(c.acked.load(Ordering::Relaxed));
+            retired = retired.wrapping_add(c.retired.load(Ordering::Relaxed));
+        }
+        let allocated = self.allocated();
+        AllocatorStats {
+            allocated,
+            in_use: allocated.saturating_sub(acked.wrapping_add(retired) as u64),
+            dropped_elsewhere: retired as u64,
+            ..self.stats
+        }
     }
 }
 

@@ -16,6 +16,7 @@ const BASE_ALIGN: usize = 64;
 
 /// What a [`BumpArena`] holds and has refused so far ([`BumpArena::stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BumpStats {
     /// The buffer's size in bytes.
     pub capacity: usize,
@@ -294,7 +295,8 @@ impl BumpArena {
     /// let arena = BumpArena::new(8).unwrap();
     /// arena.try_alloc(1u64).unwrap();
     /// assert!(arena.try_alloc(2u8).is_err());
-    /// assert_eq!(arena.stats(), BumpStats { capacity: 8, used: 8, exhausted: 1 });
+    /// let s: BumpStats = arena.stats();
+    /// assert_eq!((s.capacity, s.used, s.exhausted), (8, 8, 1));
     /// ```
     pub fn stats(&self) -> BumpStats {
         BumpStats {

@@ -10,6 +10,7 @@ use core::fmt;
 /// assert_eq!(Freelist::<()>::new(8).unwrap_err(), ConfigError::ZeroSized);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The named setting was 0; each must be at least 1.
     Zero(&'static str),

@@ -48,6 +48,7 @@ pub struct Freelist<T> {
 
 /// What a [`Freelist`] holds and has refused so far ([`Freelist::stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FreelistStats {
     /// The pool's size.
     pub capacity: usize,
@@ -141,7 +142,8 @@ impl<T> Freelist<T> {
     /// let pool = Freelist::<u8>::new(1).unwrap();
     /// let _a = pool.try_alloc(1).unwrap();
     /// assert!(pool.try_alloc(2).is_err());
-    /// assert_eq!(pool.stats(), FreelistStats { capacity: 1, available: 0, exhausted: 1 });
+    /// let s: FreelistStats = pool.stats();
+    /// assert_eq!((s.capacity, s.available, s.exhausted), (1, 0, 1));
     /// ```
     pub fn stats(&self) -> FreelistStats {
         FreelistStats {

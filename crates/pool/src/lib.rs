@@ -72,6 +72,7 @@ mod bump;
 mod error;
 mod freelist;
 pub mod numa;
+mod owned;
 #[cfg(all(feature = "std", target_os = "linux"))]
 mod per_node;
 pub mod policy;
@@ -84,6 +85,7 @@ pub use arena::ArenaBox;
 pub use bump::{BumpArena, BumpStats};
 pub use error::{ConfigError, Exhausted, Foreign};
 pub use freelist::{Freelist, FreelistBox, FreelistStats};
+pub use owned::PooledArc;
 pub use policy::Capacity;
 pub use pool::{Pool, PoolConfig, PoolStats, Pooled, PooledRaw};
 pub use return_queue::PoolBox;

@@ -49,6 +49,7 @@ pub enum Placement {
 
 /// Why memory could not be placed, or a node not read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NumaError {
     /// The node is not online on this machine (`online` is the online-node mask).
     NoSuchNode {

@@ -50,7 +50,7 @@ use crate::{ConfigError, Exhausted, Foreign};
 /// assert_eq!(pool.capacity(), 1024);
 /// ```
 pub struct Pool<T, P: Policy = SingleThreaded> {
-    store: P::Store<T>,
+    pub(crate) store: P::Store<T>,
     exhausted: AtomicU64,
     _policy: PhantomData<P>,
 }
@@ -113,13 +113,23 @@ impl Default for PoolConfig {
 }
 
 /// What a [`Pool`] holds and has refused so far ([`Pool::stats`]).
+/// `#[non_exhaustive]`: more counters may come.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PoolStats {
     /// Slots made so far (the fixed size, or what a growing pool has grown to).
     pub capacity: usize,
     /// Allocations refused because every slot was in use (and the pool could not
     /// grow).
     pub exhausted: u64,
+    /// Objects alive now (handed out, not given back): `Some` for
+    /// [`SingleThreaded`](crate::policy::SingleThreaded) and
+    /// [`Locked`](crate::policy::Locked) pools, which count their free stack; `None`
+    /// for [`LockFree`](crate::policy::LockFree) and
+    /// [`ThreadCached`](crate::policy::ThreadCached) ones, where a count would cost
+    /// every allocation a contended atomic (the lock-free stack has no length, and a
+    /// thread-cached pool's free slots sit in every thread's magazines).
+    pub in_use: Option<usize>,
 }
 
 impl<T, P: Policy> Pool<T, P> {
@@ -269,7 +279,7 @@ impl<T, P: Policy> Pool<T, P> {
 
     #[cold]
     #[inline(never)]
-    fn count_exhausted(&self) {
+    pub(crate) fn count_exhausted(&self) {
         // Relaxed: a count for statistics; nothing is published through it.
         self.exhausted.fetch_add(1, Ordering::Relaxed);
     }
@@ -330,12 +340,14 @@ impl<T, P: Policy> Pool<T, P> {
     /// let pool = Pool::<u8>::new(Capacity::Fixed(1)).unwrap();
     /// let _a = pool.try_alloc(1).unwrap();
     /// assert!(pool.try_alloc(2).is_err());
-    /// assert_eq!(pool.stats(), PoolStats { capacity: 1, exhausted: 1 });
+    /// let stats: PoolStats = pool.stats();
+    /// assert_eq!((stats.capacity, stats.exhausted, stats.in_use), (1, 1, Some(1)));
     /// ```
     pub fn stats(&self) -> PoolStats {
         PoolStats {
             capacity: self.capacity(),
             exhausted: self.exhausted.load(Ordering::Relaxed),
+            in_use: self.store.in_use(),
         }
     }
 
@@ -483,10 +495,10 @@ impl<T, P: Policy> DerefMut for Pooled<'_, T, P> {
 }
 
 /// Puts a slot back once its object's destructor has run or unwound.
-struct PutBack<'a, T, P: Policy> {
-    ptr: NonNull<T>,
-    token: <P::Store<T> as Store<T>>::Token,
-    pool: &'a Pool<T, P>,
+pub(crate) struct PutBack<'a, T, P: Policy> {
+    pub(crate) ptr: NonNull<T>,
+    pub(crate) token: <P::Store<T> as Store<T>>::Token,
+    pub(crate) pool: &'a Pool<T, P>,
 }
 
 impl<T, P: Policy> Drop for PutBack<'_, T, P> {

@@ -158,8 +158,12 @@ pub fn new<T>(config: Config) -> Result<(Allocator<T>, Releaser<T>), ConfigError
     ))
 }
 
-/// What an [`Allocator`] has done so far.
+/// What an [`Allocator`] has done so far. `#[non_exhaustive]`: more counters may come.
+///
+/// Objects alive now are `allocated - released - retired`, with `released` from the
+/// [`Releaser`]'s stats (each half counts on its own thread, at no cost to the other).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AllocatorStats {
     /// Objects handed out.
     pub allocated: u64,
@@ -169,10 +173,19 @@ pub struct AllocatorStats {
     pub drains: u64,
     /// Slots taken back from the return ring in all.
     pub drained: u64,
+    /// Slots out of this half's hands: objects alive, slots released and on their way
+    /// back (waiting in the releaser or in the return ring), and retired slots
+    /// (`allocated - drained`). The pool is exhausted when it reaches the capacity.
+    pub out: u64,
+    /// Slots retired: their [`PoolBox`] was dropped somewhere else than in
+    /// [`Releaser::free`] / [`Releaser::release`], so the slot is never used again (it
+    /// is freed with the pool). The pool has `capacity - retired` usable slots left.
+    pub retired: u64,
 }
 
-/// What a [`Releaser`] has done so far.
+/// What a [`Releaser`] has done so far. `#[non_exhaustive]`: more counters may come.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReleaserStats {
     /// Objects released (dropped, slot sent back).
     pub released: u64,
@@ -180,6 +193,9 @@ pub struct ReleaserStats {
     pub deferred: u64,
     /// Objects from another pool, handed back.
     pub foreign: u64,
+    /// Slots retired (see [`AllocatorStats::retired`]), counted by whoever dropped
+    /// the box.
+    pub retired: u64,
 }
 
 /// The allocating half: owns the local freelist and the reading end of the return
@@ -313,9 +329,24 @@ impl<T> Allocator<T> {
         self.shared().slab.len()
     }
 
-    /// Counts of what this half has done.
+    /// Counts of what this half has done, and the slots retired.
+    ///
+    /// ```
+    /// let (mut alloc, mut release) = handoff_pool::return_queue::new::<u8>(Default::default()).unwrap();
+    /// let a = alloc.try_alloc(1).unwrap();
+    /// let b = alloc.try_alloc(2).unwrap();
+    /// release.free(a).unwrap();
+    /// drop(b); // not through the releaser: its slot is retired
+    /// let s = alloc.stats();
+    /// assert_eq!((s.allocated, s.out, s.retired), (2, 2, 1));
+    /// assert_eq!(s.allocated - release.stats().released - s.retired, 0); // alive now
+    /// ```
     pub fn stats(&self) -> AllocatorStats {
-        self.stats
+        AllocatorStats {
+            out: self.stats.allocated - self.stats.drained,
+            retired: self.shared().teardown.retired(),
+            ..self.stats
+        }
     }
 
     fn shared(&self) -> &Shared<T> {
@@ -428,9 +459,12 @@ impl<T> Releaser<T> {
         Foreign(object)
     }
 
-    /// Counts of what this half has done.
+    /// Counts of what this half has done, and the slots retired.
     pub fn stats(&self) -> ReleaserStats {
-        self.stats
+        ReleaserStats {
+            retired: self.shared().teardown.retired(),
+            ..self.stats
+        }
     }
 
     fn shared(&self) -> &Shared<T> {
@@ -520,7 +554,7 @@ impl<T> fmt::Debug for Allocator<T> {
         f.debug_struct("Allocator")
             .field("capacity", &self.capacity())
             .field("local_free", &self.free.len())
-            .field("stats", &self.stats)
+            .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
 }
@@ -529,7 +563,7 @@ impl<T> fmt::Debug for Releaser<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Releaser")
             .field("waiting", &self.waiting.len())
-            .field("stats", &self.stats)
+            .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
 }

@@ -131,6 +131,8 @@ pub(crate) struct Teardown {
     pending: AtomicIsize,
     handed_out: AtomicUsize,
     taken_back: AtomicUsize,
+    /// Objects dropped without their releasing handle, ever (for the counters).
+    retired: AtomicUsize,
 }
 
 impl Teardown {
@@ -140,7 +142,14 @@ impl Teardown {
             pending: AtomicIsize::new(0),
             handed_out: AtomicUsize::new(0),
             taken_back: AtomicUsize::new(0),
+            retired: AtomicUsize::new(0),
         }
+    }
+
+    /// Objects dropped without their releasing handle so far.
+    pub(crate) fn retired(&self) -> u64 {
+        // Relaxed: a figure for statistics.
+        self.retired.load(Ordering::Relaxed) as u64
     }
 
     /// A handle leaves, having handed out (or taken back) `count` objects in all.
@@ -169,6 +178,8 @@ impl Teardown {
     /// An object was dropped without its releasing handle. Returns whether the caller
     /// must now free the shared state (it was the last object after both handles left).
     pub(crate) fn retire(&self) -> bool {
+        // Relaxed: a figure for statistics, counted before the object may be the last.
+        self.retired.fetch_add(1, Ordering::Relaxed);
         // AcqRel: release, so the object's accesses happen before the free of the
         // shared state by whoever brings the count to zero; acquire, in case that is us.
         self.pending.fetch_sub(1, Ordering::AcqRel) == 1

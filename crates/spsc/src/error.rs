@@ -3,7 +3,10 @@
 use core::fmt;
 
 /// The value handed back by [`Producer::try_push`](crate::Producer::try_push) when the
-/// ring is full, and whether the consumer is still there to empty it.
+/// ring is full, and whether the consumer is still there to empty it. Not
+/// `#[non_exhaustive]`, on purpose: a push that fails finds the ring full, with its
+/// consumer there or gone, and no third case will be added, so a `match` needs no
+/// wildcard arm.
 ///
 /// ```
 /// use handoff_spsc::PushError;
@@ -75,7 +78,9 @@ impl<T> fmt::Display for PushError<T> {
 
 impl<T> core::error::Error for PushError<T> {}
 
-/// Why [`Consumer::try_pop`](crate::Consumer::try_pop) returned no item.
+/// Why [`Consumer::try_pop`](crate::Consumer::try_pop) returned no item. Not
+/// `#[non_exhaustive]`, on purpose (as [`PushError`]): the ring is empty with its
+/// producer there or gone, and no third case will be added.
 ///
 /// ```
 /// use handoff_spsc::PopError;
@@ -130,6 +135,7 @@ impl core::error::Error for PopError {}
 /// assert!(matches!(try_channel::<u64>(usize::MAX).unwrap_err(), CapacityError::TooLarge { .. }));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CapacityError {
     /// A capacity of 0 was asked for; a ring holds at least one item.
     Zero,

@@ -122,8 +122,9 @@ impl Strategy for SpinThenYield {
 
 /// Why [`Consumer::pop_timeout`] (or [`ParkingConsumer::pop_timeout`]) returned
 /// without an item.
+///
+/// Not `#[non_exhaustive]`: the wait timed out or the other side is gone, nothing else.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum PopTimeoutError {
     /// The timeout passed with the ring empty; the producer is still there.
     Timeout,
@@ -146,8 +147,9 @@ impl std::error::Error for PopTimeoutError {}
 
 /// Why [`Producer::push_timeout`] (or [`ParkingProducer::push_timeout`]) handed the
 /// value back.
+///
+/// Not `#[non_exhaustive]`: the wait timed out or the other side is gone, nothing else.
 #[derive(Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum PushTimeoutError<T> {
     /// The timeout passed with the ring full; the consumer is still there.
     Timeout(T),

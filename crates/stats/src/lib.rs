@@ -69,6 +69,7 @@ pub enum Unit {
 
 /// Why two recordings could not be merged.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MergeError {
     /// One holds nanoseconds, the other ticks.
     UnitMismatch {
@@ -99,6 +100,7 @@ impl std::error::Error for MergeError {}
 
 /// hdrhistogram's reading of a recording, with the exact min and max.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Percentiles {
     /// Number of values recorded.
     pub count: u64,
@@ -124,6 +126,7 @@ pub struct Percentiles {
 
 /// The documents' reading: each percentile is the midpoint of its log2/16 bucket.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DocPercentiles {
     /// Median.
     pub p50: f64,

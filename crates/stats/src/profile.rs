@@ -46,6 +46,7 @@ pub struct AllocProfiler {
 
 /// Percentiles of both sides, in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct AllocReport {
     /// Allocation latency.
     pub alloc: Percentiles,

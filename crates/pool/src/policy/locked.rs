@@ -44,4 +44,8 @@ unsafe impl<T> Store<T> for LockedStore<T> {
     fn capacity(&self) -> usize {
         lock(&self.stack).blocks.total()
     }
+
+    fn in_use(&self) -> Option<usize> {
+        Some(lock(&self.stack).in_use())
+    }
 }

@@ -161,6 +161,13 @@ pub unsafe trait Store<T>: Sized {
     unsafe fn push(&self, slot: NonNull<T>, token: Self::Token);
     /// Slots made so far.
     fn capacity(&self) -> usize;
+    /// Slots handed out and not given back, where the store can tell without costing
+    /// the hot path anything (a count of its free stack); `None` where it would
+    /// (the lock-free stack has no count, and a thread-cached pool's free slots are
+    /// spread over every thread's magazines).
+    fn in_use(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The pool-policy write-up's NONE: no synchronisation at all. The pool is `Send` but not

@@ -61,6 +61,11 @@ impl<T> Stack<T> {
         free.pop().map(|s| s.0)
     }
 
+    /// Slots handed out and not given back.
+    pub(crate) fn in_use(&self) -> usize {
+        self.blocks.total() - self.free.len() - usize::from(self.top.is_some())
+    }
+
     #[inline(always)]
     pub(crate) fn push(&mut self, slot: NonNull<T>) {
         if let Some(below) = self.top.replace(SlotPtr(slot)) {
@@ -113,5 +118,10 @@ unsafe impl<T> Store<T> for SingleStore<T> {
     fn capacity(&self) -> usize {
         // SAFETY: as in `pop`.
         unsafe { &*self.stack.get() }.blocks.total()
+    }
+
+    fn in_use(&self) -> Option<usize> {
+        // SAFETY: as in `pop`.
+        Some(unsafe { &*self.stack.get() }.in_use())
     }
 }
