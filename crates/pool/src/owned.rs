@@ -56,14 +56,13 @@ use crate::{Exhausted, Pool};
 /// risk.join().unwrap();
 /// ```
 ///
-/// A single-threaded pool's objects stay on its thread:
+/// A single-threaded pool has none (its objects stay on its thread):
 ///
 /// ```compile_fail,E0277
 /// use std::sync::Arc;
 /// use handoff_pool::{Capacity, Pool};
-/// fn send<T: Send>(_: T) {}
 /// let pool = Arc::new(Pool::<u8>::new(Capacity::Fixed(1)).unwrap());
-/// send(pool.try_alloc_arc(1).unwrap()); // error: `Pool<u8>` is not `Sync`
+/// let _ = pool.try_alloc_arc(1); // error: `Pool<u8>` is not `Sync`
 /// ```
 pub struct PooledArc<T, P: Policy = SingleThreaded> {
     ptr: NonNull<T>,
@@ -95,8 +94,17 @@ impl<T, P: Policy> Pool<T, P> {
     /// assert_eq!(t.join().unwrap(), 7);
     /// assert!(pool.try_alloc_arc("sell".to_string()).is_ok());
     /// ```
+    ///
+    /// Only for pools that can be shared (`Sync`: the thread-safe policies); a
+    /// single-threaded pool's objects stay on its thread, where [`try_alloc`]'s borrowing
+    /// handle does.
+    ///
+    /// [`try_alloc`]: Self::try_alloc
     #[inline]
-    pub fn try_alloc_arc(self: &Arc<Self>, value: T) -> Result<PooledArc<T, P>, Exhausted<T>> {
+    pub fn try_alloc_arc(self: &Arc<Self>, value: T) -> Result<PooledArc<T, P>, Exhausted<T>>
+    where
+        Self: Sync,
+    {
         let Some((ptr, token)) = self.store.pop() else {
             self.count_exhausted();
             return Err(Exhausted(value));
@@ -116,8 +124,8 @@ impl<T, P: Policy> PooledArc<T, P> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use handoff_pool::{Capacity, Pool};
-    /// let pool = Arc::new(Pool::<u64>::new(Capacity::Fixed(1)).unwrap());
+    /// use handoff_pool::{policy::LockFree, Capacity, Pool};
+    /// let pool = Arc::new(Pool::<u64, LockFree>::new(Capacity::Fixed(1)).unwrap());
     /// let v = pool.try_alloc_arc(9).unwrap().into_inner();
     /// assert_eq!(v, 9);
     /// assert!(pool.try_alloc_arc(1).is_ok());
@@ -139,8 +147,8 @@ impl<T, P: Policy> PooledArc<T, P> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use handoff_pool::{Capacity, Pool};
-    /// let pool = Arc::new(Pool::<u8>::new(Capacity::Fixed(1)).unwrap());
+    /// use handoff_pool::{policy::Locked, Capacity, Pool};
+    /// let pool = Arc::new(Pool::<u8, Locked>::new(Capacity::Fixed(1)).unwrap());
     /// let o = pool.try_alloc_arc(1).unwrap();
     /// assert!(Arc::ptr_eq(o.pool(), &pool));
     /// ```

@@ -121,7 +121,7 @@ where
 #[test]
 fn a_panicking_destructor_still_gives_the_slot_back() {
     let ledger = Ledger::new(3);
-    let pool = Arc::new(Pool::<common::Tok<'_>, SingleThreaded>::new(Capacity::Fixed(1)).unwrap());
+    let pool = Arc::new(Pool::<common::Tok<'_>, Locked>::new(Capacity::Fixed(1)).unwrap());
     ledger.panic_on(0);
     let o = pool.try_alloc_arc(ledger.tok(0)).unwrap();
     assert!(catch_unwind(AssertUnwindSafe(|| drop(o))).is_err());
