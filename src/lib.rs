@@ -9,9 +9,10 @@
 //!   arena), the single-thread `Freelist`, `BumpArena`, and `pool::numa` placement;
 //! * [`clock`]: ordered TSC reads, calibration and the monotonic fallback;
 //! * [`stats`]: latency histograms, percentiles in two conventions, CCDF and PDF series;
-//! * [`alloc`]: the size-class global allocator with thread-local heaps
-//!   (`#[global_allocator] static A: handoff::alloc::HandoffAlloc = handoff::alloc::HandoffAlloc;`,
-//!   or the facade's `global-alloc` feature).
+//! * [`alloc`]: the size-class global allocator with thread-local heaps. Linking it
+//!   installs nothing: a binary that wants it says so itself, in its own `main.rs`
+//!   (`#[global_allocator] static A: handoff::alloc::HandoffAlloc = handoff::alloc::HandoffAlloc;`),
+//!   so a library that depends on this crate never changes its users' allocator.
 //!
 //! ```
 //! let (mut tx, mut rx) = handoff::spsc::channel::<u64>(16);
@@ -26,12 +27,6 @@
 
 pub use handoff_alloc as alloc;
 
-/// With the `global-alloc` feature, handoff-alloc is the global allocator of every binary
-/// that links this crate. (Under `--cfg handoff_global_alloc`, handoff-alloc installs
-/// itself.)
-#[cfg(all(feature = "global-alloc", not(handoff_global_alloc)))]
-#[global_allocator]
-static GLOBAL: handoff_alloc::HandoffAlloc = handoff_alloc::HandoffAlloc;
 pub use handoff_clock as clock;
 pub use handoff_pool as pool;
 pub use handoff_spsc as spsc;

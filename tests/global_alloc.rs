@@ -1,7 +1,11 @@
-//! With the facade's `global-alloc` feature, handoff-alloc is this binary's global
-//! allocator (and under `--cfg handoff_global_alloc`, where every test binary of the
-//! workspace runs on it): `.ci/run` checks here that it really serves the binary.
-#![cfg(any(feature = "global-alloc", handoff_global_alloc))]
+//! handoff-alloc installed as this binary's global allocator, the way a user's binary
+//! does it (`#[global_allocator]` in its own crate; under `--cfg handoff_global_alloc`
+//! handoff-alloc installs itself): it really serves the binary, the ring and the pools
+//! included. tests/no_global_alloc.rs checks that linking the facade alone installs
+//! nothing.
+
+#[cfg_attr(not(handoff_global_alloc), global_allocator)]
+static GLOBAL: handoff::alloc::HandoffAlloc = handoff::alloc::HandoffAlloc;
 
 #[test]
 fn handoff_alloc_serves_this_binary() {
