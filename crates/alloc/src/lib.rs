@@ -64,9 +64,11 @@
 //!   its thread has not taken yet. An exiting thread gathers its free blocks into its depots, sorted, so
 //!   the next owner gets them in address order, not in the order of the frees.
 //! - **Memory back to the system.** A live thread keeps the free blocks it uses
-//!   resident; four times a second at most, on its slow paths, it gives back
-//!   (`MADV_DONTNEED`) the pages of free blocks it has not taken for a quarter of a
-//!   second or more (beyond 64 KiB; [`trim`] gives them back at once). A heap whose thread exited gives back at
+//!   resident; once per purge delay at most (250 ms by default; see "Settings"), on its
+//!   slow paths, it gives back (`MADV_DONTNEED`) the pages of free blocks it has not
+//!   taken for that long (beyond 64 KiB; [`trim`] gives them back at once). With
+//!   purging off ([`set_purge_delay`]`(None)`) a live thread never makes that call by
+//!   itself. A heap whose thread exited gives back at
 //!   once the pages of the blocks other threads returned to it, and, once no thread has
 //!   claimed it for a second, every whole page that only free blocks cover (beyond
 //!   64 KiB), when another thread starts or exits; blocks of 16 KiB or more that other
@@ -113,6 +115,43 @@
 //!
 //! Small blocks are never returned to the system: freed blocks go back to their heap's
 //! magazines and depots and are reused, the document's choice.
+//!
+//! # Settings
+//!
+//! One, for now: the purge delay, how long a live thread's unused free memory stays
+//! resident before the thread gives it back on its slow path, or `None` (purging off:
+//! a latency-critical thread never makes the `madvise` call by itself; its memory goes
+//! back when it calls [`trim`] at a moment of its choosing, and when it exits).
+//! [`set_purge_delay`] sets it at run time; the environment variable
+//! `HANDOFF_ALLOC_PURGE_DELAY_MS` (milliseconds, or `off`) sets it for a process
+//! before it starts, C programs under `LD_PRELOAD` included. The default is 250 ms.
+//!
+//! ```
+//! use std::time::Duration;
+//! handoff_alloc::set_purge_delay(None);
+//! assert_eq!(handoff_alloc::purge_delay(), None);
+//! handoff_alloc::set_purge_delay(Some(Duration::from_secs(1)));
+//! ```
+//!
+//! # What each call costs
+//!
+//! "The system" below is a system call; "commits" is `mprotect` of reserved address
+//! space (its pages fault in when first touched).
+//!
+//! | call | progress | takes memory from the system | system calls | worst case |
+//! |---|---|---|---|---|
+//! | `alloc` / `dealloc` of a small block (up to 256 KiB) from the thread's magazine | wait-free | no | no | O(1) |
+//! | the same when the magazine is empty or full (a refill or spill, at most once per half a magazine) | wait-free on the thread's own heap; one swap of a remote-free stack | commits a region's next step (up to 1 MiB) when it has none left | `mprotect` then; `madvise` in a purge, at most once per purge delay (never with purging off) | O(refill: 64 KiB of blocks at most) |
+//! | `dealloc` of another heap's block | lock-free (one compare-and-swap per batch of 64) | no | no | O(1); a batch push per 64 frees |
+//! | large blocks (256 KiB to 4 MiB) | blocking (a lock per large class) | commits a slot when it is first cut | `mprotect`; `madvise` when a slot is freed | O(1) |
+//! | big blocks (above 4 MiB, or aligned beyond a page) | blocking (the table's lock) | a mapping | `mmap`, `munmap`, `mremap` | O(1) plus the mapping |
+//! | a thread's first call | blocking (claims a heap) | reserves the arena once per process | `mmap` once; `pthread_setspecific` | O(heaps) |
+//! | a thread's exit | blocking (gives its heap back) | no | `madvise` of returned blocks' pages | O(classes x depot) |
+//! | the shared heap (more than 127 threads alive, or during thread-local destruction) | blocking (spins, then a futex) | as above | `futex` when contended | the lock's wait |
+//! | [`flush`] | lock-free | no | no | O(batches) |
+//! | [`trim`] | blocking | no | `madvise`, `munmap` of cached mappings | O(heaps x classes) |
+//! | [`stats`], [`heap_stats`], [`thread_heap`] | wait-free | no | no | O(heaps x classes) |
+//! | [`set_purge_delay`], [`purge_delay`] | wait-free | no | no (`getenv` reads the environment once, without allocating) | O(1) |
 //!
 //! # Statistics
 //!

@@ -19,10 +19,36 @@
 //! * [`numa`]: placement of a `Pool`'s or an arena's memory on a NUMA node, and
 //!   `numa::PerNode`, one pool per node from which each thread takes its own node's.
 //!
-//! Every pool is a fixed slab allocated up front; nothing is allocated on the hot
-//! path. The cross-thread pools have split handles, `Allocator` and `Releaser`, each
-//! `Send` and not `Sync`, one per thread. Objects are owned boxes ([`PoolBox`],
-//! [`ArenaBox`]) that travel from one to the other, e.g. through a `handoff_spsc` ring.
+//! Every pool's slots are allocated up front. After construction nothing allocates
+//! except where the table below says so: a growing [`Pool`] ([`Capacity::Grow`]) adds a
+//! block when it runs out, and a [`ThreadCached`](policy::ThreadCached) pool makes a
+//! thread's cache the first time the thread uses it and a magazine when its depot has
+//! no empty one to trade (`tests/no_alloc.rs` checks the rest under a counting global
+//! allocator). The cross-thread pools have split handles, `Allocator` and `Releaser`,
+//! each `Send` and not `Sync`, one per thread. Objects are owned boxes ([`PoolBox`],
+//! [`ArenaBox`], and [`PooledArc`] for a shared [`Pool`] in an `Arc`) that travel from
+//! one to the other, e.g. through a `handoff_spsc` ring.
+//!
+//! # What each call costs
+//!
+//! | call | progress | allocates | system calls | worst case |
+//! |---|---|---|---|---|
+//! | [`Pool::new`], [`Pool::with_config`], [`Freelist::new`], [`return_queue::new`], [`arena::new`], [`BumpArena::new`] | - | the slots and the free list, once | the allocator's; `mbind` with a NUMA placement | one allocation |
+//! | `Pool<_, SingleThreaded>`: `try_alloc`, `try_alloc_raw`, `release`, `free`, dropping a [`Pooled`] | wait-free | fixed: no; growing: one block when it grows | fixed: no | O(1); a growth copies no slot |
+//! | `Pool<_, Locked>`: the same | blocking (a `std::sync::Mutex`) | as above | `futex` when contended | the lock holder's critical section, O(1) |
+//! | `Pool<_, LockFree>`: the same, and [`Pool::try_alloc_arc`] / dropping a [`PooledArc`] | lock-free (a compare-and-swap that retries while others succeed) | as above | no | unbounded retries under contention, each O(1) |
+//! | `Pool<_, ThreadCached>`: the same | wait-free on the thread's magazines; blocking (the depot's mutex) once per magazine exchanged | the thread's cache at its first use; a magazine when the depot has none empty | `futex` when the depot is contended | O(magazine) per exchange |
+//! | [`Pool::try_alloc_arc`], dropping a [`PooledArc`] | as the policy, plus an `Arc` count change (an atomic read-modify-write) | as the policy | as the policy | as the policy |
+//! | [`Pool::try_alloc_within`] | blocking, bounded by the timeout | as `try_alloc` | `sched_yield` between tries | the timeout |
+//! | [`Pool::stats`], `capacity`, `policy` | wait-free (`Locked`: takes the lock) | no | no | O(1) |
+//! | [`Freelist::try_alloc`], `release`, `free`, dropping a [`FreelistBox`] | wait-free | no | no | O(1) |
+//! | [`return_queue::Allocator::try_alloc`] | wait-free | no | no | O(batch) when it drains the return ring |
+//! | [`return_queue::Releaser::release`], `free` | wait-free | no | no | O(release batch) when it sends one |
+//! | [`arena::Allocator::try_alloc`], [`arena::Releaser::release`], `free` | wait-free | no | no | O(1) |
+//! | [`BumpArena`]'s `try_alloc*`, `reset` | wait-free | no | no | O(1); `try_alloc_slice_fill_with` O(n) |
+//! | dropping a [`PoolBox`] or [`ArenaBox`] off the releasing thread | wait-free | no | no | O(1) (a `PoolBox`'s slot is retired) |
+//! | `numa::PerNode::try_alloc` (Linux, `std`) | as the policy | as the policy | `sched_getcpu` (a vDSO call where the kernel offers it) | as the policy |
+//! | a thread's exit with a `ThreadCached` pool used | blocking (the depot's mutex) | frees its cache | `futex` when contended | O(magazines) |
 //!
 //! # One vocabulary
 //! Every pool and arena speaks the same words:

@@ -54,6 +54,9 @@ pub struct Producer<T, B: Backing = Heap<T>> {
     /// Whether the last push found the ring full (so the next failure is not a new
     /// full episode for the [`Observer`]); cleared when a refresh finds room.
     pub(crate) was_full: Cell<bool>,
+    /// The most items a refresh of `head` found in the ring (published for the
+    /// [`Observer`] when it grows).
+    pub(crate) seen_most: Cell<usize>,
     pub(crate) _backing: B,
     pub(crate) _owns: PhantomData<T>,
 }
@@ -78,9 +81,6 @@ pub struct Consumer<T, B: Backing = Heap<T>> {
     pub(crate) cached_tail: Cell<usize>,
     /// Temporal slipping ([`Options::slipping`]).
     pub(crate) slip: Slip,
-    /// The most items a refresh of `tail` found (published for the [`Observer`] when
-    /// it grows).
-    pub(crate) seen_most: Cell<usize>,
     pub(crate) _backing: B,
     pub(crate) _owns: PhantomData<T>,
 }
@@ -109,6 +109,7 @@ pub(crate) fn pair<T, B: Backing>(
             read_back_at: slip::read_back_at(capacity),
             slip: Slip::new(Side::Producer, options.slipping, capacity),
             was_full: Cell::new(false),
+            seen_most: Cell::new(0),
             _backing: producer_backing,
             _owns: PhantomData,
         },
@@ -117,7 +118,6 @@ pub(crate) fn pair<T, B: Backing>(
             head: 0,
             cached_tail: Cell::new(0),
             slip: Slip::new(Side::Consumer, options.slipping, capacity),
-            seen_most: Cell::new(0),
             _backing: consumer_backing,
             _owns: PhantomData,
         },
@@ -324,6 +324,19 @@ impl<T, B: Backing> Producer<T, B> {
         full
     }
 
+    /// A new high-water mark for the [`Observer`].
+    #[cold]
+    #[inline(never)]
+    fn note_most(&self, used: usize) {
+        self.seen_most.set(used);
+        // Relaxed: a counter for observers; only the producer writes it.
+        self.raw
+            .header()
+            .producer_stats
+            .high_water
+            .store(used, Ordering::Relaxed);
+    }
+
     /// A read-only view of the ring for any thread: depth, high-water mark, times
     /// full, items through ([`Observer`]).
     ///
@@ -414,10 +427,13 @@ impl<T, B: Backing> Producer<T, B> {
     #[inline]
     fn refill(&self, tail: usize) -> usize {
         let free = self.poll_free();
+        let used = self.raw.capacity() - free;
         if free != 0 {
             self.was_full.set(false);
         }
-        let used = self.raw.capacity() - free;
+        if used > self.seen_most.get() {
+            self.note_most(used);
+        }
         if self.read_back_at != 0 && used >= self.read_back_at {
             self.reads_back.set(true);
             // Lowering the limit is always safe: it only brings the next refresh closer.
@@ -738,23 +754,8 @@ impl<T, B: Backing> Consumer<T, B> {
         );
         if ready == 0 {
             self.publish_if_behind();
-        } else if ready > self.seen_most.get() {
-            self.note_most(ready);
         }
         ready
-    }
-
-    /// A new high-water mark for the [`Observer`].
-    #[cold]
-    #[inline(never)]
-    fn note_most(&self, ready: usize) {
-        self.seen_most.set(ready);
-        // Relaxed: a counter for observers; only the consumer writes it.
-        self.raw
-            .header()
-            .consumer_stats
-            .high_water
-            .store(ready, Ordering::Relaxed);
     }
 
     /// A read-only view of the ring for any thread ([`Producer::observer`]).

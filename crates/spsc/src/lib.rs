@@ -22,6 +22,12 @@
 //! * [`stamped`] is a single-item ring for latency: its consumer finds each item by a
 //!   stamp in the item's own slot, so an item reaches it in one cache-line transfer
 //!   instead of two (no slice or chunk API; see [`stamped::channel`]).
+//! * [`wait`] (with `std`): [`Consumer::pop_timeout`] and [`Producer::push_timeout`]
+//!   with a waiting [`wait::Strategy`], and [`wait::parking`] handles that sleep and
+//!   wake each other.
+//! * [`Observer`]: a read-only, shareable view of a ring for a monitoring thread.
+//! * [`fan_in`]: several producers into one consumer ([`FanIn`]), one ring each,
+//!   polled round-robin.
 //! * Items still in the ring when both halves are gone are dropped exactly once.
 //! * Leak-safe: forgetting any guard (`mem::forget` of a [`ReadChunk`], a
 //!   [`WriteChunk`] or a handle) can leak items but never hands one out or drops one
@@ -68,19 +74,27 @@
 //!
 //! # What each call costs
 //!
-//! No call blocks, allocates or makes a system call after the ring is made, unless the
-//! ring was made with [`Options::slipping`] (below). "Wait-free" here: the call
-//! finishes in a bounded number of its own steps whatever the other thread does.
+//! No call of a ring's handles waits, allocates or makes a system call after the ring
+//! is made, unless the ring was made with [`Options::slipping`] (below) or the call is
+//! one of [`wait`]'s, which wait by name. "Wait-free" here: the call finishes in a
+//! bounded number of its own steps whatever the other thread does.
+//! `tests/no_alloc.rs` checks the "allocates" column under a counting global allocator.
 //!
 //! | call | progress | allocates | system calls | worst case |
 //! |---|---|---|---|---|
 //! | [`channel`], [`try_channel`], [`channel_with`], [`try_channel_with`] | - | the slot array and the shared header, once | those of the allocator | one allocation |
-//! | [`StaticChannel::new`], [`StaticChannel::split`] | wait-free | no | no | O(1) |
+//! | [`StaticChannel::new`], [`StaticChannel::split`], [`StaticChannel::split_with`] | wait-free | no | no | O(1) |
 //! | [`Producer::try_push`], [`Consumer::try_pop`] | wait-free | no | no | O(1): one load of the other side's index when the cached copy runs out; one `pause` when `try_pop` finds the ring empty |
-//! | the same on a slipping ring | wait-free, bounded wait | no | no | O(1) plus at most six rounds of 2048 TSC ticks (about 5 us at 2.5 GHz) |
+//! | the same on a ring made with [`Options::slipping`] | wait-free, with a bounded wait | no | no | O(1) plus at most six rounds of 2048 TSC ticks (about 5 us at 2.5 GHz) |
 //! | [`Producer::push_slice`], [`Consumer::pop_slice`] | wait-free | no | no | O(n) copies, one index store |
 //! | [`Producer::write_chunk`], [`Consumer::read_chunk`] and their guards | wait-free | no | no | O(1) to reserve; O(n) to fill, move out or drop items |
-//! | [`Consumer::peek`], `len`, `is_empty`, `is_full`, `free_len`, `capacity`, `is_abandoned`, `slips` | wait-free | no | no | O(1) |
+//! | [`Consumer::peek`], `len`, `is_empty`, `is_full`, `free_len`, `capacity`, `is_abandoned`, `slips`, `observer` | wait-free | no | no | O(1) |
+//! | [`Observer`]'s calls, `clone` | wait-free | no | no | O(1): loads of the index and counter lines |
+//! | [`FanIn::try_pop`], [`FanIn::try_pop_from`], `len` | wait-free | no | no | O(producers): one load per empty ring, one `pause` when all are empty |
+//! | [`fan_in`], [`FanIn::connect`] | - | one ring per producer | those of the allocator | one allocation per ring |
+//! | [`Consumer::pop_timeout`], [`Producer::push_timeout`] | blocking, bounded by the timeout | no | a clock read per failed try; [`wait::SpinThenYield`]: `sched_yield` after its spins | the timeout (`Duration::MAX`: none) |
+//! | [`wait::ParkingProducer::try_push`], [`wait::ParkingConsumer::try_pop`] | wait-free | no | `futex` (unpark) only when the other side is parked | O(1) plus a full fence |
+//! | [`wait::ParkingProducer::push_timeout`], [`wait::ParkingConsumer::pop_timeout`] | blocking, bounded by the timeout | no | `futex` (park) after 100 spins | the timeout |
 //! | dropping a handle | wait-free | no | no | the last one drops the items left in the ring and frees the ring |
 //! | [`stamped`]'s `try_push`, `try_pop`, `peek`, `len` | wait-free | no | no | O(1) |
 //!

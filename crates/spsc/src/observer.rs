@@ -15,9 +15,9 @@ use crate::Heap;
 /// `T: Send`), and it keeps the ring's memory alive, not its items (they go with the
 /// last handle, as always).
 ///
-/// What it costs the hot path: nothing while nobody reads it. The counters are kept on
-/// the handles' slow paths only (a failed push, the consumer's refresh of the
-/// producer's index), each side writing a cache line of its own. A read of
+/// What it costs the hot path: nothing while nobody reads it. The counters are kept by
+/// the producer on its slow paths only (a failed push, a refresh of the consumer's
+/// index), on a cache line of their own; the consumer counts nothing. A read of
 /// [`len`](Self::len), [`pushed`](Self::pushed) or [`popped`](Self::popped) loads the
 /// two index lines, which the handles then take back: poll it every millisecond, not in
 /// a loop (`cargo bench --bench spsc -- spsc_paired/observed` measures a 1 kHz poll).
@@ -119,22 +119,26 @@ impl<T, B: Backing> Observer<T, B> {
         self.capacity
     }
 
-    /// The most items seen in the ring: the most the consumer found ready at one look
-    /// at the producer's index, or the capacity once the ring has been full. A lower
-    /// bound of the true maximum that never misses the ring filling up (the consumer
-    /// looks when it has taken what it saw last; the producer counts every full ring).
+    /// The most items seen in the ring: the most the producer found in it at one look
+    /// at the consumer's index (it looks when its cached view runs out of room: once
+    /// per lap of a ring that keeps up, more often as it fills), or the capacity once
+    /// the ring has been full. A lower bound of the true maximum that never misses the
+    /// ring filling up.
     ///
     /// ```
-    /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(8);
-    /// tx.push_slice(&[1, 2, 3]);
-    /// assert_eq!(rx.try_pop(), Ok(1)); // the consumer sees three at once
+    /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(4);
+    /// tx.push_slice(&[1, 2, 3, 4]);
+    /// assert_eq!(rx.try_pop(), Ok(1));
+    /// tx.try_push(5).unwrap(); // the producer looks: three in the ring
     /// assert_eq!(rx.observer().high_water(), 3);
+    /// assert!(tx.try_push(6).is_err()); // full
+    /// assert_eq!(rx.observer().high_water(), 4);
     /// ```
     pub fn high_water(&self) -> usize {
         // Relaxed: counters, read as a snapshot.
         let seen = self
             .header()
-            .consumer_stats
+            .producer_stats
             .high_water
             .load(Ordering::Relaxed);
         if self.full_events() > 0 {

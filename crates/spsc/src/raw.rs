@@ -24,10 +24,10 @@ pub(crate) struct Header {
     /// Live handles: 2 after creation, 0 once both are dropped.
     pub(crate) handles: AtomicUsize,
     /// What the producer counts for an [`Observer`](crate::Observer), on its slow
-    /// paths only: written by the producer alone, on a line of its own.
+    /// paths only (a refresh of `head`, a failed push): written by the producer alone,
+    /// on a line of its own. The consumer counts nothing: its refresh of `tail` is on
+    /// the hot path of a consumer that keeps up.
     pub(crate) producer_stats: CachePadded<ProducerStats>,
-    /// What the consumer counts, likewise.
-    pub(crate) consumer_stats: CachePadded<ConsumerStats>,
     #[cfg(loom)]
     pub(crate) shadow: crate::sync::Shadow,
 }
@@ -38,11 +38,7 @@ pub(crate) struct ProducerStats {
     pub(crate) full_pushes: AtomicUsize,
     /// Times the ring became full: a failed push after a push that succeeded.
     pub(crate) full_events: AtomicUsize,
-}
-
-/// The consumer's counters.
-pub(crate) struct ConsumerStats {
-    /// The most items the consumer found ready at one refresh of `tail`.
+    /// The most items a refresh of the consumer's index found in the ring.
     pub(crate) high_water: AtomicUsize,
 }
 
@@ -52,6 +48,7 @@ impl ProducerStats {
         ProducerStats {
             full_pushes: AtomicUsize::new(0),
             full_events: AtomicUsize::new(0),
+            high_water: AtomicUsize::new(0),
         }
     }
     #[cfg(loom)]
@@ -59,6 +56,7 @@ impl ProducerStats {
         ProducerStats {
             full_pushes: AtomicUsize::new(0),
             full_events: AtomicUsize::new(0),
+            high_water: AtomicUsize::new(0),
         }
     }
 
@@ -73,21 +71,6 @@ impl ProducerStats {
     }
 }
 
-impl ConsumerStats {
-    #[cfg(not(loom))]
-    const fn new() -> Self {
-        ConsumerStats {
-            high_water: AtomicUsize::new(0),
-        }
-    }
-    #[cfg(loom)]
-    fn new() -> Self {
-        ConsumerStats {
-            high_water: AtomicUsize::new(0),
-        }
-    }
-}
-
 impl Header {
     #[cfg(not(loom))]
     pub(crate) const fn new() -> Self {
@@ -96,7 +79,6 @@ impl Header {
             tail: CachePadded::new(AtomicUsize::new(0)),
             handles: AtomicUsize::new(2),
             producer_stats: CachePadded::new(ProducerStats::new()),
-            consumer_stats: CachePadded::new(ConsumerStats::new()),
         }
     }
 
@@ -107,7 +89,6 @@ impl Header {
             tail: CachePadded::new(AtomicUsize::new(0)),
             handles: AtomicUsize::new(2),
             producer_stats: CachePadded::new(ProducerStats::new()),
-            consumer_stats: CachePadded::new(ConsumerStats::new()),
             shadow: (0..slots)
                 .map(|_| loom::cell::UnsafeCell::new(()))
                 .collect(),

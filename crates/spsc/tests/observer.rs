@@ -34,12 +34,17 @@ fn figures_follow_the_calls() {
     tx.try_push(1).unwrap();
     tx.try_push(2).unwrap();
     assert_eq!((watch.len(), watch.pushed(), watch.popped()), (2, 2, 0));
-    assert_eq!(watch.high_water(), 0, "the consumer has not looked yet");
+    assert_eq!(watch.high_water(), 0, "the producer has not looked yet");
     assert_eq!(rx.try_pop(), Ok(1));
-    assert_eq!(watch.high_water(), 2, "it saw two at once");
     tx.try_push(3).unwrap();
     tx.try_push(4).unwrap();
+    assert_eq!(
+        watch.high_water(),
+        0,
+        "its first view of the room lasts four pushes"
+    );
     tx.try_push(5).unwrap();
+    assert_eq!(watch.high_water(), 3, "it looked: three in the ring");
     assert_eq!(watch.len(), 4);
     assert_eq!(watch.full_events(), 0);
     for _ in 0..3 {
