@@ -206,6 +206,66 @@ fn past(deadline: Option<Instant>) -> bool {
     deadline.is_some_and(|d| Instant::now() >= d)
 }
 
+/// The loop of every waiting call: `attempt` on `state` until it has an outcome
+/// (`Some`), calling `idle` with the number of failed tries and the deadline between two
+/// attempts; `None` once `timeout` has passed. The clock is read only after a first
+/// failure.
+fn retry<S: ?Sized, R>(
+    timeout: Duration,
+    state: &mut S,
+    mut attempt: impl FnMut(&mut S) -> Option<R>,
+    mut idle: impl FnMut(&mut S, u32, Option<Instant>),
+) -> Option<R> {
+    let mut deadline = None;
+    let mut tries = 0u32;
+    loop {
+        if let Some(outcome) = attempt(state) {
+            return Some(outcome);
+        }
+        if tries == 0 {
+            deadline = deadline_after(timeout);
+        } else if past(deadline) {
+            return None;
+        }
+        tries = tries.saturating_add(1);
+        idle(state, tries, deadline);
+    }
+}
+
+/// One `try_pop` as a waiting call sees it: an outcome, or `None` to wait on.
+fn pop_outcome<T>(r: Result<T, PopError>) -> Option<Result<T, PopTimeoutError>> {
+    match r {
+        Ok(v) => Some(Ok(v)),
+        Err(PopError::Disconnected) => Some(Err(PopTimeoutError::Disconnected)),
+        Err(PopError::Empty) => None,
+    }
+}
+
+/// One `try_push` of the value in `slot`: an outcome, or `None` with the value back in
+/// `slot` to try again.
+fn push_outcome<T>(
+    slot: &mut Option<T>,
+    push: impl FnOnce(T) -> Result<(), PushError<T>>,
+) -> Option<Result<(), PushTimeoutError<T>>> {
+    let value = slot.take()?;
+    match push(value) {
+        Ok(()) => Some(Ok(())),
+        Err(PushError::Disconnected(v)) => Some(Err(PushTimeoutError::Disconnected(v))),
+        Err(PushError::Full(v)) => {
+            *slot = Some(v);
+            None
+        }
+    }
+}
+
+/// What a push that timed out hands back.
+fn timed_out<T>(slot: Option<T>) -> Result<(), PushTimeoutError<T>> {
+    match slot {
+        Some(v) => Err(PushTimeoutError::Timeout(v)),
+        None => unreachable!("a push that did not finish keeps its value"),
+    }
+}
+
 impl<T, B: Backing> Consumer<T, B> {
     /// Pops the oldest item, waiting for one as `strategy` says for up to `timeout`
     /// (`Duration::MAX`: for ever). Ends early, with
@@ -227,22 +287,13 @@ impl<T, B: Backing> Consumer<T, B> {
         timeout: Duration,
         mut strategy: S,
     ) -> Result<T, PopTimeoutError> {
-        let mut deadline = None;
-        let mut tries = 0u32;
-        loop {
-            match self.try_pop() {
-                Ok(v) => return Ok(v),
-                Err(PopError::Disconnected) => return Err(PopTimeoutError::Disconnected),
-                Err(PopError::Empty) => {}
-            }
-            if tries == 0 {
-                deadline = deadline_after(timeout);
-            } else if past(deadline) {
-                return Err(PopTimeoutError::Timeout);
-            }
-            tries = tries.saturating_add(1);
-            strategy.wait(tries, deadline);
-        }
+        retry(
+            timeout,
+            self,
+            |rx| pop_outcome(rx.try_pop()),
+            |_, tries, deadline| strategy.wait(tries, deadline),
+        )
+        .unwrap_or(Err(PopTimeoutError::Timeout))
     }
 }
 
@@ -265,26 +316,18 @@ impl<T, B: Backing> Producer<T, B> {
     /// ```
     pub fn push_timeout<S: Strategy>(
         &mut self,
-        mut value: T,
+        value: T,
         timeout: Duration,
         mut strategy: S,
     ) -> Result<(), PushTimeoutError<T>> {
-        let mut deadline = None;
-        let mut tries = 0u32;
-        loop {
-            match self.try_push(value) {
-                Ok(()) => return Ok(()),
-                Err(PushError::Disconnected(v)) => return Err(PushTimeoutError::Disconnected(v)),
-                Err(PushError::Full(v)) => value = v,
-            }
-            if tries == 0 {
-                deadline = deadline_after(timeout);
-            } else if past(deadline) {
-                return Err(PushTimeoutError::Timeout(value));
-            }
-            tries = tries.saturating_add(1);
-            strategy.wait(tries, deadline);
-        }
+        let mut slot = Some(value);
+        let outcome = retry(
+            timeout,
+            self,
+            |tx| push_outcome(&mut slot, |v| tx.try_push(v)),
+            |_, tries, deadline| strategy.wait(tries, deadline),
+        );
+        outcome.unwrap_or_else(|| timed_out(slot))
     }
 }
 
@@ -474,34 +517,24 @@ impl<T, B: Backing> ParkingProducer<T, B> {
     /// drop(rx);
     /// assert_eq!(tx.push_timeout(3, Duration::MAX), Err(PushTimeoutError::Disconnected(3)));
     /// ```
-    pub fn push_timeout(
-        &mut self,
-        mut value: T,
-        timeout: Duration,
-    ) -> Result<(), PushTimeoutError<T>> {
-        let mut deadline = None;
-        let mut tries = 0u32;
-        loop {
-            match self.try_push(value) {
-                Ok(()) => return Ok(()),
-                Err(PushError::Disconnected(v)) => return Err(PushTimeoutError::Disconnected(v)),
-                Err(PushError::Full(v)) => value = v,
-            }
-            if tries == 0 {
-                deadline = deadline_after(timeout);
-            } else if past(deadline) {
-                return Err(PushTimeoutError::Timeout(value));
-            }
-            tries = tries.saturating_add(1);
-            if tries <= SPINS_BEFORE_PARKING {
-                core::hint::spin_loop();
-                continue;
-            }
-            let inner = &*self.inner;
-            // Room, or a consumer gone, ends the wait before it starts.
-            let ready = || (inner.free_len() > 0 || inner.is_abandoned()).then_some(());
-            self.bell.park(Side::Producer, deadline, ready);
-        }
+    pub fn push_timeout(&mut self, value: T, timeout: Duration) -> Result<(), PushTimeoutError<T>> {
+        let mut slot = Some(value);
+        let outcome = retry(
+            timeout,
+            self,
+            |tx| push_outcome(&mut slot, |v| tx.try_push(v)),
+            |tx, tries, deadline| {
+                if tries <= SPINS_BEFORE_PARKING {
+                    core::hint::spin_loop();
+                    return;
+                }
+                let inner = &*tx.inner;
+                // Room, or a consumer gone, ends the wait before it starts.
+                let ready = || (inner.free_len() > 0 || inner.is_abandoned()).then_some(());
+                tx.bell.park(Side::Producer, deadline, ready);
+            },
+        );
+        outcome.unwrap_or_else(|| timed_out(slot))
     }
 
     /// The plain producer inside, for calls this wrapper does not forward (slices,
@@ -549,29 +582,22 @@ impl<T, B: Backing> ParkingConsumer<T, B> {
     /// assert_eq!(rx.pop_timeout(Duration::MAX), Err(PopTimeoutError::Disconnected));
     /// ```
     pub fn pop_timeout(&mut self, timeout: Duration) -> Result<T, PopTimeoutError> {
-        let mut deadline = None;
-        let mut tries = 0u32;
-        loop {
-            match self.try_pop() {
-                Ok(v) => return Ok(v),
-                Err(PopError::Disconnected) => return Err(PopTimeoutError::Disconnected),
-                Err(PopError::Empty) => {}
-            }
-            if tries == 0 {
-                deadline = deadline_after(timeout);
-            } else if past(deadline) {
-                return Err(PopTimeoutError::Timeout);
-            }
-            tries = tries.saturating_add(1);
-            if tries <= SPINS_BEFORE_PARKING {
-                core::hint::spin_loop();
-                continue;
-            }
-            let inner = &*self.inner;
-            // An item, or a producer gone, ends the wait before it starts.
-            let ready = || (!inner.is_empty() || inner.is_abandoned()).then_some(());
-            self.bell.park(Side::Consumer, deadline, ready);
-        }
+        retry(
+            timeout,
+            self,
+            |rx| pop_outcome(rx.try_pop()),
+            |rx, tries, deadline| {
+                if tries <= SPINS_BEFORE_PARKING {
+                    core::hint::spin_loop();
+                    return;
+                }
+                let inner = &*rx.inner;
+                // An item, or a producer gone, ends the wait before it starts.
+                let ready = || (!inner.is_empty() || inner.is_abandoned()).then_some(());
+                rx.bell.park(Side::Consumer, deadline, ready);
+            },
+        )
+        .unwrap_or(Err(PopTimeoutError::Timeout))
     }
 
     /// The plain consumer inside (see [`ParkingProducer::get_ref`]).
