@@ -178,6 +178,9 @@ fn reserve_arena() -> Option<*mut u8> {
     // Before any thread can be half-way through the reservation or take the shared
     // heap's lock, a fork must find the handlers in place.
     crate::FORK.register();
+    // The purge delay's environment variable, read now (usually before other threads
+    // run) rather than at some thread's first purge.
+    crate::settings::settle();
     let _held = ARENA_LOCK.lock();
     match ARENA_STATE.load(Ordering::Acquire) {
         READY => return Some(ARENA.load(Ordering::Relaxed)),

@@ -143,6 +143,8 @@
 //! | `alloc` / `dealloc` of a small block (up to 256 KiB) from the thread's magazine | wait-free | no | no | O(1) |
 //! | the same when the magazine is empty or full (a refill or spill, at most once per half a magazine) | wait-free on the thread's own heap; one swap of a remote-free stack | commits a region's next step (up to 1 MiB) when it has none left | `mprotect` then; `madvise` in a purge, at most once per purge delay (never with purging off) | O(refill: 64 KiB of blocks at most) |
 //! | `dealloc` of another heap's block | lock-free (one compare-and-swap per batch of 64) | no | no | O(1); a batch push per 64 frees |
+//! | `realloc` | as `alloc` + `dealloc` when the block changes class (a copy of the smaller size); in place when the class fits | as `alloc` | big blocks: `mremap` to grow, `munmap` of the tail to shrink | O(size) for a copy |
+//! | `alloc_zeroed` | as `alloc`, then zeroing (a big block fresh from the system is not written again) | as `alloc` | as `alloc` | O(size) |
 //! | large blocks (256 KiB to 4 MiB) | blocking (a lock per large class) | commits a slot when it is first cut | `mprotect`; `madvise` when a slot is freed | O(1) |
 //! | big blocks (above 4 MiB, or aligned beyond a page) | blocking (the table's lock) | a mapping | `mmap`, `munmap`, `mremap` | O(1) plus the mapping |
 //! | a thread's first call | blocking (claims a heap) | reserves the arena once per process | `mmap` once; `pthread_setspecific` | O(heaps) |
@@ -152,6 +154,10 @@
 //! | [`trim`] | blocking | no | `madvise`, `munmap` of cached mappings | O(heaps x classes) |
 //! | [`stats`], [`heap_stats`], [`thread_heap`] | wait-free | no | no | O(heaps x classes) |
 //! | [`set_purge_delay`], [`purge_delay`] | wait-free | no | no (`getenv` reads the environment once, without allocating) | O(1) |
+//!
+//! The C functions of [`capi`] (`malloc`, `free`, `calloc`, `realloc`, `posix_memalign`,
+//! ...; `libhandoff_alloc.so` exports them) are the same paths; `free` without a size
+//! reads the class from the address, as `dealloc` does.
 //!
 //! # Statistics
 //!
@@ -190,6 +196,8 @@ mod os;
 mod release;
 #[doc(hidden)]
 pub mod remote;
+// On every platform: elsewhere (and under loom) the setting is kept and read back, and
+// nothing purges.
 mod settings;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 mod spill;
@@ -199,8 +207,8 @@ mod sync;
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 pub mod takes;
 
-#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 pub use settings::{purge_delay, set_purge_delay, DEFAULT_PURGE_DELAY, PURGE_DELAY_ENV};
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 pub use stats::{heap_stats, stats, ArenaMode, HeapStats, Stats};
 
 #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]

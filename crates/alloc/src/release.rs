@@ -335,10 +335,6 @@ impl Heap {
             return;
         }
         *left = PURGE_TICKS;
-        if crate::settings::purging_off() {
-            // `set_purge_delay(None)`: this thread never gives memory back by itself.
-            return;
-        }
         // SAFETY: the caller's contract.
         unsafe { self.purge() };
     }
@@ -353,10 +349,19 @@ impl Heap {
     #[inline(never)]
     unsafe fn purge(&self) {
         let delay = crate::settings::purge_delay_ns();
+        // Purging off (`set_purge_delay(None)`): the look still comes at the default
+        // cadence, to take the blocks other threads returned and send this thread's
+        // remote frees on (no system call), but gives no memory back.
+        let off = delay == u64::MAX;
+        let cadence = if off {
+            crate::settings::DEFAULT_PURGE_DELAY.as_nanos() as u64
+        } else {
+            delay
+        };
         let now = now_ns();
         // SAFETY: the owner alone touches the time.
         let at = unsafe { &mut *self.purged_at.get() };
-        if now.wrapping_sub(*at) < delay {
+        if now.wrapping_sub(*at) < cadence {
             return;
         }
         *at = now;
@@ -365,11 +370,16 @@ impl Heap {
             // SAFETY: the caller owns the heap; no reference into the bin is alive.
             unsafe {
                 self.gather_returned(c, false);
-                self.release_stale(c, now, delay, &mut keep);
+                if !off {
+                    self.release_stale(c, now, delay, &mut keep);
+                }
             }
         }
         // SAFETY: the caller owns the heap (borrowed blocks may have been forwarded).
         unsafe { self.flush_outboxes() };
+        if off {
+            return;
+        }
         // And the spare blocks nobody took, in a program whose threads stopped exiting
         // (not by the shared heap's thread, which holds that heap's lock: the
         // allocator's locks are never nested).

@@ -6,7 +6,11 @@
 //! stock it has not used for that long (`madvise(MADV_DONTNEED)`, a system call on
 //! that thread). With purging off, no live thread ever does: its free memory goes
 //! back only when it calls [`trim`](crate::trim) (at a moment it chooses) and when it
-//! exits, so a latency-critical thread never makes that system call by itself.
+//! exits, so a latency-critical thread never makes that system call by itself. The
+//! look itself still comes, every 250 ms at most: it takes the blocks other threads
+//! returned to the heap and sends the thread's own remote frees on, which needs no
+//! system call (taking many returned blocks may commit room for the depot's entries,
+//! an `mprotect`, as a spill does).
 //!
 //! Set it with [`set_purge_delay`], or before the program starts with the environment
 //! variable `HANDOFF_ALLOC_PURGE_DELAY_MS` (milliseconds, or `off`), which
@@ -82,6 +86,10 @@ pub(crate) fn purge_delay_ns() -> u64 {
 }
 
 /// Whether purging is off.
+#[cfg_attr(
+    not(all(target_os = "linux", target_pointer_width = "64", not(loom))),
+    allow(dead_code)
+)]
 #[inline]
 pub(crate) fn purging_off() -> bool {
     purge_delay_ns() == NEVER
@@ -90,17 +98,32 @@ pub(crate) fn purging_off() -> bool {
 #[cold]
 #[inline(never)]
 fn from_environment() -> u64 {
-    let ns = match read_env() {
-        Some(Ok(ns)) => ns,
-        Some(Err(())) => {
-            complain();
-            default_ns()
-        }
-        None => default_ns(),
+    let (ns, bad) = match read_env() {
+        Some(Ok(ns)) => (ns, false),
+        Some(Err(())) => (default_ns(), true),
+        None => (default_ns(), false),
     };
-    // Only if nobody set it meanwhile (a setter wins over the environment).
-    let _ = PURGE_DELAY_NS.compare_exchange(UNSET, ns, Ordering::Relaxed, Ordering::Relaxed);
+    // Only if nobody set it meanwhile (a setter wins over the environment); the thread
+    // that stores it is the one that says a bad value was there, so it is said once.
+    let stored = PURGE_DELAY_NS
+        .compare_exchange(UNSET, ns, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok();
+    if stored && bad {
+        complain();
+    }
     PURGE_DELAY_NS.load(Ordering::Relaxed)
+}
+
+/// Reads the environment now, if nothing has yet: called when the allocator reserves
+/// its arena (a process's first allocation, usually before any other thread runs), so
+/// that the `getenv` does not come later, beside a thread that changes the
+/// environment.
+#[cfg_attr(
+    not(all(target_os = "linux", target_pointer_width = "64", not(loom))),
+    allow(dead_code)
+)]
+pub(crate) fn settle() {
+    let _ = purge_delay_ns();
 }
 
 fn default_ns() -> u64 {

@@ -49,6 +49,8 @@
 //! | dropping a [`PoolBox`] or [`ArenaBox`] off the releasing thread | wait-free | no | no | O(1) (a `PoolBox`'s slot is retired) |
 //! | `numa::PerNode::try_alloc` (Linux, `std`) | as the policy | as the policy | `sched_getcpu` (a vDSO call where the kernel offers it) | as the policy |
 //! | a thread's exit with a `ThreadCached` pool used | blocking (the depot's mutex) | frees its cache | `futex` when contended | O(magazines) |
+//! | `Pool::flush`, `Pool::depot_magazines` (`ThreadCached`) | blocking (the depot's mutex) | no | `futex` when contended | O(magazine) |
+//! | every other method (`capacity`, `available`, `local_free`, `left_in_arena`, `allocated`, `used`, `slot`, `arena`, `into_inner`, `into_raw`, the errors' methods, `Debug`) | wait-free | no | no | O(1) |
 //!
 //! # One vocabulary
 //! Every pool and arena speaks the same words:

@@ -20,7 +20,8 @@ use crate::{try_channel, CapacityError, Consumer, Observer, PopError, Producer};
 /// * A ring whose producer has been dropped is polled until it is drained, then
 ///   skipped; once every producer is gone and every ring drained,
 ///   [`try_pop`](Self::try_pop) returns [`PopError::Disconnected`].
-/// * More producers can join later ([`connect`](Self::connect)).
+/// * More producers can join later ([`connect`](Self::connect)), in the place of one
+///   that left if there is one.
 ///
 /// Costs: `try_pop` loads one ring's `tail` per empty ring it passes (a scan of `n`
 /// empty rings is `n` loads and one `pause`); nothing allocates after construction
@@ -166,7 +167,10 @@ impl<T> FanIn<T> {
     }
 
     /// A new producer with a ring of its own (of the fan-in's capacity), polled from
-    /// the next call on. Allocates the ring.
+    /// the next call on. Allocates the ring. It takes the place of a producer that
+    /// left and whose ring was drained, if there is one (its index, as
+    /// [`try_pop_from`](Self::try_pop_from) names it, is then given again; the old
+    /// ring is freed), so a gateway whose producers come and go does not grow.
     ///
     /// # Panics
     /// If the ring cannot be allocated ([`try_connect`](Self::try_connect) returns
@@ -193,13 +197,23 @@ impl<T> FanIn<T> {
     /// ```
     pub fn try_connect(&mut self) -> Result<Producer<T>, CapacityError> {
         let (tx, rx) = try_channel(self.capacity)?;
-        self.rings.push(rx);
-        self.live.push(true);
+        match self.live.iter().position(|live| !live) {
+            Some(i) => {
+                // Drained, and its producer gone: dropping its consumer frees the ring.
+                self.rings[i] = rx;
+                self.live[i] = true;
+            }
+            None => {
+                self.rings.push(rx);
+                self.live.push(true);
+            }
+        }
         self.live_count += 1;
         Ok(tx)
     }
 
-    /// How many producers were ever connected (gone ones included).
+    /// How many rings the fan-in holds: the producers connected, and those gone whose
+    /// place no new one has taken yet.
     ///
     /// ```
     /// let (txs, rx) = handoff_spsc::fan_in::<u8>(2, 8);

@@ -412,6 +412,16 @@ impl<T, B: Backing> Producer<T, B> {
         self.limit.set(limit);
         let free = limit.wrapping_sub(self.tail());
         debug_assert!(free <= self.raw.capacity(), "head ran past tail");
+        // For the observer: a full episode ends at the first look that finds room, and
+        // the most items in the ring are what some look found (every refresh is off the
+        // hot path: the cached limit ran out, or a caller asked).
+        if free != 0 {
+            self.was_full.set(false);
+        }
+        let used = self.raw.capacity() - free;
+        if used > self.seen_most.get() {
+            self.note_most(used);
+        }
         free
     }
 
@@ -428,12 +438,6 @@ impl<T, B: Backing> Producer<T, B> {
     fn refill(&self, tail: usize) -> usize {
         let free = self.poll_free();
         let used = self.raw.capacity() - free;
-        if free != 0 {
-            self.was_full.set(false);
-        }
-        if used > self.seen_most.get() {
-            self.note_most(used);
-        }
         if self.read_back_at != 0 && used >= self.read_back_at {
             self.reads_back.set(true);
             // Lowering the limit is always safe: it only brings the next refresh closer.
@@ -777,7 +781,7 @@ impl<T, B: Backing> Consumer<T, B> {
     /// forever, so the empty path catches it up. (A load of our own index: the producer
     /// only reads that line, and only when it thinks the ring is full.)
     #[inline]
-    fn publish_if_behind(&self) {
+    pub(crate) fn publish_if_behind(&self) {
         let header = self.raw.header();
         if header.head.load(Ordering::Relaxed) != self.head {
             // Release: our reads of the forgotten chunk's slots happen before the

@@ -97,6 +97,7 @@
 //! | [`wait::ParkingProducer::push_timeout`], [`wait::ParkingConsumer::pop_timeout`] | blocking, bounded by the timeout | no | `futex` (park) after 100 spins | the timeout |
 //! | dropping a handle | wait-free | no | no | the last one drops the items left in the ring and frees the ring |
 //! | [`stamped`]'s `try_push`, `try_pop`, `peek`, `len` | wait-free | no | no | O(1) |
+//! | every other method (the chunk guards' `len`, `as_slices`, `push`; the errors' `into_inner`, `is_disconnected`, `Display`; `Options`' builders; the handles' `Debug`) | wait-free | no | no | O(1) (`Debug` loads the indices) |
 //!
 //! The items' own `Drop` runs where the table says items are dropped; what it does is
 //! the item's business.

@@ -121,9 +121,10 @@ impl<T, B: Backing> Observer<T, B> {
 
     /// The most items seen in the ring: the most the producer found in it at one look
     /// at the consumer's index (it looks when its cached view runs out of room: once
-    /// per lap of a ring that keeps up, more often as it fills), or the capacity once
-    /// the ring has been full. A lower bound of the true maximum that never misses the
-    /// ring filling up.
+    /// per lap of a ring that keeps up, more often as it fills; and in `len`,
+    /// `free_len`, `is_full`), or the capacity once a push has found the ring full. A
+    /// lower bound of the true maximum: a ring filled and drained between two looks
+    /// (here by `push_slice`, which needed no look) is not seen.
     ///
     /// ```
     /// let (mut tx, mut rx) = handoff_spsc::channel::<u8>(4);

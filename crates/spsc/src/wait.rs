@@ -15,7 +15,8 @@
 //!
 //! Every wait ends when the other side is gone: [`PopTimeoutError::Disconnected`] once
 //! the producer has been dropped and every item it pushed was popped,
-//! [`PushTimeoutError::Disconnected`] when the consumer has been dropped.
+//! [`PushTimeoutError::Disconnected`] when the consumer has been dropped and the ring is
+//! full (a push that finds room still succeeds, as `try_push` does).
 //!
 //! ```
 //! use std::time::Duration;
@@ -368,10 +369,13 @@ impl Bell {
     /// load are not reordered, and the parking side's flag store and its next look at
     /// the ring are not either, so at least one of us sees the other (the parking side
     /// sees our index, or we see its flag).
+    /// The flag is taken down by the first one to see it up (`swap`), so a parked side
+    /// is woken once however many pushes or pops come before it runs again.
     #[inline]
     fn ring(&self, side: Side) {
         fence(Ordering::SeqCst);
-        if self.parked(side).load(Ordering::Relaxed) {
+        let parked = self.parked(side);
+        if parked.load(Ordering::Relaxed) && parked.swap(false, Ordering::Relaxed) {
             self.wake(side);
         }
     }
@@ -454,10 +458,22 @@ const SPINS_BEFORE_PARKING: u32 = 100;
 /// drop(tx); // wakes the consumer, which drains the ring and sees Disconnected
 /// assert_eq!(strategy.join().unwrap(), 100);
 /// ```
+///
+/// # Panics
+/// If `producer` and `consumer` are not the two halves of one ring (each would wait for
+/// a side that never wakes it).
 pub fn parking<T, B: Backing>(
     producer: Producer<T, B>,
     consumer: Consumer<T, B>,
 ) -> (ParkingProducer<T, B>, ParkingConsumer<T, B>) {
+    assert!(
+        producer.raw.header_ptr() == consumer.raw.header_ptr(),
+        "handoff_spsc::wait::parking: the producer and the consumer are not the two halves of one ring"
+    );
+    // A `ReadChunk` forgotten before the wrap may have left the shared `head` behind the
+    // consumer's own; publish it now, so that no later catch-up (on an empty poll)
+    // frees room without ringing. Through the wrappers no chunk can be forgotten.
+    consumer.publish_if_behind();
     let bell = Arc::new(Bell::default());
     (
         ParkingProducer {
@@ -537,10 +553,9 @@ impl<T, B: Backing> ParkingProducer<T, B> {
         outcome.unwrap_or_else(|| timed_out(slot))
     }
 
-    /// The plain producer inside, for calls this wrapper does not forward (slices,
-    /// chunks, `len`): a push through it does not wake a parked consumer, which then
-    /// sees the items when it wakes (at its timeout at the latest) or at the next push
-    /// through this wrapper.
+    /// The plain producer inside, for the calls that only read (`len`, `free_len`,
+    /// `capacity`, `is_abandoned`, `observer`). The wrapper forwards no slice or chunk
+    /// call: those do not wake the other side.
     ///
     /// ```
     /// let (tx, rx) = handoff_spsc::channel::<u8>(8);
@@ -600,7 +615,8 @@ impl<T, B: Backing> ParkingConsumer<T, B> {
         .unwrap_or(Err(PopTimeoutError::Timeout))
     }
 
-    /// The plain consumer inside (see [`ParkingProducer::get_ref`]).
+    /// The plain consumer inside, for the calls that only read (see
+    /// [`ParkingProducer::get_ref`]).
     ///
     /// ```
     /// let (tx, rx) = handoff_spsc::channel::<u8>(8);

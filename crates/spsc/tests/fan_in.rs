@@ -70,13 +70,23 @@ fn the_end_comes_when_every_producer_is_gone_and_drained() {
         "a gone producer's items are still taken"
     );
     assert_eq!(rx.try_pop(), Err(PopError::Empty), "one producer is left");
-    let late = rx.connect();
+    // That look found ring 0 drained and its producer gone: a new producer takes its
+    // place, so the fan-in does not grow.
+    let mut late = rx.connect();
+    assert_eq!(rx.producers(), 2);
+    late.try_push(7).unwrap();
+    assert_eq!(rx.try_pop_from(), Ok((0, 7)));
     drop(txs);
     assert_eq!(rx.try_pop(), Err(PopError::Empty), "the late one is there");
     drop(late);
     assert_eq!(rx.try_pop(), Err(PopError::Disconnected));
+    assert!(format!("{rx:?}").contains("producers: 2"));
+    // Both places free again: two more take them, a third adds a ring.
+    let _two = [rx.connect(), rx.connect()];
+    assert_eq!(rx.producers(), 2);
+    let _third = rx.connect();
     assert_eq!(rx.producers(), 3);
-    assert!(format!("{rx:?}").contains("producers: 3"));
+    assert_eq!(rx.try_pop(), Err(PopError::Empty));
 }
 
 #[test]

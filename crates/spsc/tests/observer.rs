@@ -70,6 +70,21 @@ fn figures_follow_the_calls() {
     assert!(format!("{watch:?}").starts_with("Observer(RingStats"));
 }
 
+/// A full episode ends at any look that finds room (`free_len` here), not only at a
+/// push's: the next failed push is a new episode.
+#[test]
+fn every_full_episode_is_counted() {
+    let (mut tx, mut rx) = channel::<u8>(1);
+    let watch = tx.observer();
+    tx.try_push(1).unwrap();
+    assert!(tx.try_push(2).is_err());
+    assert_eq!(rx.try_pop(), Ok(1));
+    assert_eq!(tx.free_len(), 1);
+    tx.try_push(3).unwrap();
+    assert!(tx.try_push(4).is_err());
+    assert_eq!((watch.full_events(), watch.full_pushes()), (2, 2));
+}
+
 #[test]
 fn an_observer_outlives_both_handles_and_keeps_no_item() {
     let drops = counter();

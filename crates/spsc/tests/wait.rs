@@ -233,3 +233,25 @@ fn parking_timeouts_and_errors_read_well() {
     assert_eq!(rx.get_ref().len(), 1);
     assert_eq!(tx.get_ref().capacity(), 1);
 }
+
+#[test]
+#[should_panic(expected = "not the two halves of one ring")]
+fn parking_refuses_halves_of_two_rings() {
+    let (tx, _rx) = channel::<u8>(4);
+    let (_tx2, rx2) = channel::<u8>(4);
+    let _ = parking(tx, rx2);
+}
+
+/// A `ReadChunk` forgotten before the wrap left the shared index behind: the wrap
+/// publishes it, so a producer waiting for room is not left parked on a ring that has
+/// room.
+#[test]
+fn a_chunk_forgotten_before_parking_does_not_strand_the_producer() {
+    let (mut tx, mut rx) = channel::<u8>(1);
+    tx.try_push(1).unwrap();
+    let mut chunk = rx.read_chunk(1);
+    chunk.consume(1);
+    std::mem::forget(chunk); // the slot is free, the shared head does not say so yet
+    let (mut tx, _rx) = parking(tx, rx);
+    assert_eq!(tx.push_timeout(2, Duration::from_millis(100)), Ok(()));
+}
