@@ -85,16 +85,6 @@ pub(crate) fn purge_delay_ns() -> u64 {
     }
 }
 
-/// Whether purging is off.
-#[cfg_attr(
-    not(all(target_os = "linux", target_pointer_width = "64", not(loom))),
-    allow(dead_code)
-)]
-#[inline]
-pub(crate) fn purging_off() -> bool {
-    purge_delay_ns() == NEVER
-}
-
 #[cold]
 #[inline(never)]
 fn from_environment() -> u64 {

@@ -3,7 +3,7 @@
 //! per-thread caches (`PooledArc` included), the freelist, the return queue, the arena
 //! and the bump arena, on their success and exhaustion paths. (Under
 //! `--cfg handoff_global_alloc` handoff-alloc is the allocator: skipped.)
-#![cfg(not(handoff_global_alloc))]
+#![cfg(not(any(handoff_global_alloc, loom)))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -2,6 +2,7 @@
 //! once and in its producer's order, every item is dropped exactly once (also those
 //! left behind), the polling is fair, and the end comes only when every producer is
 //! gone and drained.
+#![cfg(not(loom))]
 
 #[cfg(handoff_global_alloc)]
 use handoff_alloc as _;

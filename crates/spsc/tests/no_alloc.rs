@@ -2,7 +2,7 @@
 //! global allocator that counts this thread's calls: every call of the handles, the
 //! observer, the fan-in and the waiting layer, on their success and failure paths.
 //! (Under `--cfg handoff_global_alloc` handoff-alloc is the allocator: skipped.)
-#![cfg(not(handoff_global_alloc))]
+#![cfg(not(any(handoff_global_alloc, loom)))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

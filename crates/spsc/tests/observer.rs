@@ -1,6 +1,7 @@
 //! The read-only `Observer`: its figures on one thread, step by step; a monitor
 //! thread reading it while two threads stream (every snapshot within bounds, the
 //! counts monotonic, the final figures exact); an observer that outlives both handles.
+#![cfg(not(loom))]
 
 #[cfg(handoff_global_alloc)]
 use handoff_alloc as _;

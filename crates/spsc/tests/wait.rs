@@ -2,6 +2,7 @@
 //! through the waiting calls of every strategy and through the parking handles, both
 //! ways; a wait ends with `Disconnected` when the other side goes (its thread
 //! panicking included) and with `Timeout` when nothing comes.
+#![cfg(not(loom))]
 
 #[cfg(handoff_global_alloc)]
 use handoff_alloc as _;
