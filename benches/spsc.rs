@@ -1,6 +1,6 @@
-//! SPSC ring benchmarks: handoff (the default ring and `handoff_spsc::stamped`) against
-//! rtrb and crossbeam's `ArrayQueue`, measured in the same run on the same two pinned
-//! cores.
+//! SPSC ring benchmarks: handoff (the default ring, the ring with slipping asked for,
+//! and `handoff_spsc::stamped`) against rtrb and crossbeam's `ArrayQueue`, measured in
+//! the same run on the same two pinned cores.
 //!
 //! * `spsc_throughput`: 16-byte items, capacity 1024, a producer thread and a consumer
 //!   thread pinned to two different cores; time from the producer's start to the
@@ -11,14 +11,22 @@
 //!   back to back, many times, and the median of the per-pair ratios is printed. On a
 //!   shared or virtualised host the speed of cross-core traffic drifts within seconds,
 //!   so ratios of neighbouring runs are steadier than two separate criterion groups.
-//!   The paired section has six parts, each selectable by name:
-//!   `spsc_paired/single`, `spsc_paired/batch` (handoff's chunks against rtrb's chunks,
-//!   with the chunk sizes each side actually got), `spsc_paired/batch_vs_single`
-//!   (handoff's chunks against rtrb's single items: what any chunk API gains),
-//!   `spsc_paired/round_trip`, and the stamped ring against rtrb,
-//!   `spsc_paired/stamped_single` and `spsc_paired/stamped_round_trip`. Under each result a second line gives the median
-//!   ratio per placement of the two cores (the round trip of a cache line between them,
-//!   probed before and after every pair) and the pairs during which the host moved them.
+//!   The paired section's parts, each selectable by name (criterion's substring
+//!   filter: `spsc_paired/single` selects all four single-item parts):
+//!   `spsc_paired/single` and `spsc_paired/single_u64` (the default ring, whose calls
+//!   never wait, against rtrb, on the 16-byte tick and on a bare `u64`),
+//!   `spsc_paired/single_slipping` and `spsc_paired/single_u64_slipping` (the ring made
+//!   with `Options::slipping`, whose streaming calls wait up to about 5 us),
+//!   `spsc_paired/observed` (the default ring read by a monitor thread once a
+//!   millisecond, against the same ring unwatched), `spsc_paired/fan_in` (`FanIn` with
+//!   two producers against crossbeam's `ArrayQueue`), `spsc_paired/batch` (handoff's
+//!   chunks against rtrb's chunks, with the chunk sizes each side actually got),
+//!   `spsc_paired/batch_vs_single` (handoff's chunks against rtrb's single items: what
+//!   any chunk API gains), `spsc_paired/round_trip`, and the stamped ring against rtrb,
+//!   `spsc_paired/stamped_single` and `spsc_paired/stamped_round_trip`. Under each
+//!   result a second line gives the median ratio per placement of the two cores (the
+//!   round trip of a cache line between them, probed before and after every pair) and
+//!   the pairs during which the host moved them.
 //! * Every single-item run also counts failed pushes and failed pops per item and samples
 //!   the ring's occupancy; the medians are printed under the single-item pair (and after
 //!   `spsc_throughput` for all three contenders). `HANDOFF_SPSC_WORK=P,C` adds busy work
