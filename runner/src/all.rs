@@ -8,6 +8,7 @@ use crate::lab::error::{Error, Result};
 use crate::lab::experiment::{Entry, Scale};
 use crate::lab::report;
 use crate::lab::results::{check_writable, write_atomic};
+use crate::lab::rounds;
 use crate::lab::stop;
 use crate::lab::topology::Topology;
 use clap::{Arg, ArgAction, ArgMatches, Command};
@@ -67,6 +68,12 @@ pub fn commands() -> [Command; 3] {
                 .help(format!("{} ({}; the allocator test's 1.3 GB working set)", about(Scale::Full), time(Scale::Full))),
         )
         .arg(
+            Arg::new("rounds")
+                .long("rounds")
+                .value_parser(clap::value_parser!(u32).range(1..=10))
+                .help("Rounds: every experiment runs once in each, the rounds one after the other, its --runs shared out among them; every claim is judged on all its rounds together and reads \"within noise\" where they disagree (docs/methodology.md, \"Rounds\") [default: 3 at the default and full sizes, 1 with --smoke or --quick]"),
+        )
+        .arg(
             Arg::new("clock")
                 .long("clock")
                 .value_parser(["auto", "tsc", "monotonic"])
@@ -100,8 +107,11 @@ pub fn commands() -> [Command; 3] {
 /// A validated `runner all`: where it writes and what it runs.
 pub struct AllPlan {
     scale: Scale,
-    /// Each experiment, validated, and its command line (its flags at the scale, and
-    /// `--out` staging), in registry order.
+    /// How many rounds: every experiment runs once in each.
+    rounds: usize,
+    /// Each experiment, validated, and its command line in a round (its flags at the
+    /// scale, its share of the runs, and `--out` with [`OUT`] for the round's folder),
+    /// in registry order.
     runs: Vec<(&'static dyn Entry, Vec<String>)>,
     /// `<out>/<machine>`: where the results land when everything ran.
     folder: PathBuf,
@@ -126,6 +136,10 @@ pub fn prepare(sub: &ArgMatches, topo: &Topology) -> Result<AllPlan> {
     } else {
         Scale::Default
     };
+    let rounds = sub.get_one::<u32>("rounds").map_or_else(
+        || rounds::default_rounds(matches!(scale, Scale::Default | Scale::Full)),
+        |&r| r as usize,
+    );
     let tag = this_machine_tag(topo);
     let folder = out.join(&tag);
     let staging = out.join(format!(".{tag}.partial-{}", std::process::id()));
@@ -133,23 +147,31 @@ pub fn prepare(sub: &ArgMatches, topo: &Topology) -> Result<AllPlan> {
     let runs = REGISTRY
         .iter()
         .map(|e| {
-            let mut argv = vec![e.name()];
-            argv.extend_from_slice(e.all(scale).flags);
-            argv.extend_from_slice(&["--out", &staging_arg]);
-            if let Some(clock) = sub.get_one::<String>("clock") {
-                argv.extend_from_slice(&["--clock", clock]);
+            let mut argv: Vec<String> = vec![e.name().to_string()];
+            argv.extend(e.all(scale).flags.iter().map(|f| f.to_string()));
+            if rounds > 1 {
+                // A later flag overrides the scale's.
+                let (total, min) = e.runs(scale);
+                let each = rounds::runs_per_round(total, rounds, min);
+                argv.extend(["--runs".to_string(), each.to_string()]);
             }
+            argv.extend(["--out".to_string(), OUT.to_string()]);
+            if let Some(clock) = sub.get_one::<String>("clock") {
+                argv.extend(["--clock".to_string(), clock.clone()]);
+            }
+            let here = round_argv(&argv, &staging_arg);
             let m = e
                 .command()
-                .try_get_matches_from(&argv)
+                .try_get_matches_from(&here)
                 .map_err(|err| Error::from_clap(&err))?;
             // Validated here, before anything runs; the child validates it again.
             e.prepare(&m, topo)?;
-            Ok((*e, argv.iter().map(|a| a.to_string()).collect()))
+            Ok((*e, argv))
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(AllPlan {
         scale,
+        rounds,
         runs,
         folder,
         staging,
@@ -289,11 +311,28 @@ impl Outcome {
     }
 }
 
+/// The placeholder for the output folder in an experiment's command line in [`AllPlan`]:
+/// the staging folder, or with rounds, the round's folder inside it.
+const OUT: &str = "{out}";
+
+/// `argv` with its output folder.
+fn round_argv(argv: &[String], out: &str) -> Vec<String> {
+    argv.iter()
+        .map(|a| if a == OUT { out.to_string() } else { a.clone() })
+        .collect()
+}
+
+/// Where round `k` of a run in rounds writes, inside the staging folder.
+fn round_dir(staging: &Path, k: usize) -> PathBuf {
+    staging.join(format!(".round-{k}"))
+}
+
 fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
+    let rounds = plan.rounds;
     let estimates: Vec<f64> = plan
         .runs
         .iter()
-        .map(|(e, _)| f64::from(e.all(plan.scale).seconds))
+        .map(|(e, _)| f64::from(e.all(plan.scale).seconds) / rounds as f64)
         .collect();
     let n = plan.runs.len();
     let mut outcome = Outcome {
@@ -301,37 +340,115 @@ fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
         failed: Vec::new(),
         not_run: Vec::new(),
     };
-    for (i, (e, argv)) in plan.runs.iter().enumerate() {
+    // For each experiment, the rounds it finished.
+    let mut finished: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let steps = n * rounds;
+    for step in 0..steps {
+        let (k, i) = (step / n + 1, step % n);
+        let (e, argv) = &plan.runs[i];
+        let label = if rounds > 1 {
+            format!("{} (round {k})", e.name())
+        } else {
+            e.name().to_string()
+        };
         if stop::requested() {
-            outcome.not_run.push(e.name().to_string());
+            outcome.not_run.push(label);
             continue;
         }
         let spent = start.elapsed().as_secs_f64();
-        let done: f64 = estimates[..i].iter().sum();
+        let done: f64 = (0..step).map(|s| estimates[s % n]).sum();
         // The estimates scaled by how this machine has fared against them so far.
         let pace = if done > 0.0 { spent / done } else { 1.0 };
-        let left: f64 = estimates[i..].iter().sum::<f64>() * pace;
+        let left: f64 = (step..steps).map(|s| estimates[s % n]).sum::<f64>() * pace;
+        let of_rounds = if rounds > 1 {
+            format!(", round {k} of {rounds}")
+        } else {
+            String::new()
+        };
         println!(
-            "\n[{}/{n}] runner {} ({}): {} spent, about {} left",
-            i + 1,
+            "\n[{}/{steps}] runner {} ({}{of_rounds}): {} spent, about {} left",
+            step + 1,
             e.name(),
             e.document().file,
             clock(spent),
             clock(left)
         );
-        match run_child(e.name(), argv, &plan.staging)
-            .and_then(|()| written(&plan.staging, e.name()))
+        let dir = if rounds > 1 {
+            round_dir(&plan.staging, k)
+        } else {
+            plan.staging.clone()
+        };
+        let argv = round_argv(argv, &dir.to_string_lossy());
+        match std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::Output(format!("{}: {e}", dir.display())))
+            .and_then(|()| run_child(e.name(), &argv, &plan.staging))
+            .and_then(|()| written(&dir, e.name()))
         {
-            Ok(()) => outcome.finished += 1,
+            Ok(()) => finished[i].push(k),
             Err(err) => {
                 // What it wrote before it failed is not a finished result.
-                remove_files_of(&plan.staging, e.name());
-                eprintln!("runner {}: {err}; the next experiment goes on", e.name());
+                remove_files_of(&dir, e.name());
+                eprintln!("runner {label}: {err}; the next experiment goes on");
+                outcome.failed.push((label, err));
+            }
+        }
+    }
+    for (i, (e, _)) in plan.runs.iter().enumerate() {
+        if finished[i].is_empty() {
+            continue;
+        }
+        if rounds == 1 {
+            outcome.finished += 1;
+            continue;
+        }
+        match assemble(&plan.staging, e.name(), &finished[i]) {
+            Ok(()) => outcome.finished += 1,
+            Err(err) => {
+                eprintln!("runner {}: {err}", e.name());
                 outcome.failed.push((e.name().to_string(), err));
             }
         }
     }
+    for k in 1..=rounds {
+        if rounds > 1 {
+            let _ = std::fs::remove_dir_all(round_dir(&plan.staging, k));
+        }
+    }
     outcome
+}
+
+/// One experiment's results from the rounds it finished (`done`, in order): every
+/// round's file kept as `rounds/<name>-<k>.json`, `<name>.json` judged on them all
+/// ([`rounds::combine`]), and the last round's table and charts beside it.
+fn assemble(staging: &Path, name: &str, done: &[usize]) -> Result<()> {
+    let fail = |what: &Path, e: String| Error::Output(format!("{}: {e}", what.display()));
+    let kept = staging.join(rounds::ROUNDS_DIR);
+    std::fs::create_dir_all(&kept).map_err(|e| fail(&kept, e.to_string()))?;
+    let mut files = Vec::new();
+    for &k in done {
+        let path = round_dir(staging, k).join(format!("{name}.json"));
+        let bytes = std::fs::read(&path).map_err(|e| fail(&path, e.to_string()))?;
+        let json: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| fail(&path, e.to_string()))?;
+        let to = kept.join(format!("{name}-{k}.json"));
+        write_atomic(&to, &bytes).map_err(|e| fail(&to, e.to_string()))?;
+        files.push((k, json));
+    }
+    let last = round_dir(staging, done[done.len() - 1]);
+    let entries = std::fs::read_dir(&last).map_err(|e| fail(&last, e.to_string()))?;
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let ours = file == format!("{name}.txt")
+            || (file.starts_with(&format!("{name}-")) && file.ends_with(".svg"));
+        if ours {
+            let to = staging.join(&file);
+            std::fs::rename(entry.path(), &to).map_err(|e| fail(&to, e.to_string()))?;
+        }
+    }
+    let combined = rounds::combine(&files);
+    let to = staging.join(format!("{name}.json"));
+    let text = serde_json::to_vec_pretty(&combined).map_err(|e| fail(&to, e.to_string()))?;
+    write_atomic(&to, &text).map_err(|e| fail(&to, e.to_string()))
 }
 
 /// Whether experiment `name` wrote a results file the report can read: an error naming
@@ -562,9 +679,18 @@ pub fn compare(sub: &ArgMatches) -> Result<()> {
 /// done. Rewrites it to the folder the results end up in, as the user named it.
 fn record_final_folder(staging: &Path, folder: &Path) -> Result<()> {
     let fail = |what: &Path, e: String| Error::Output(format!("{}: {e}", what.display()));
-    let entries = std::fs::read_dir(staging).map_err(|e| fail(staging, e.to_string()))?;
-    for entry in entries {
-        let path = entry.map_err(|e| fail(staging, e.to_string()))?.path();
+    let mut paths = Vec::new();
+    let rounds_dir = staging.join(rounds::ROUNDS_DIR);
+    for dir in [staging, rounds_dir.as_path()] {
+        if dir != staging && !dir.exists() {
+            continue;
+        }
+        let entries = std::fs::read_dir(dir).map_err(|e| fail(dir, e.to_string()))?;
+        for entry in entries {
+            paths.push(entry.map_err(|e| fail(dir, e.to_string()))?.path());
+        }
+    }
+    for path in paths {
         if path.extension().and_then(|x| x.to_str()) != Some("json") {
             continue;
         }

@@ -22,6 +22,7 @@ pub mod placed;
 pub mod report;
 pub mod results;
 pub mod rotate;
+pub mod rounds;
 pub mod schema;
 pub mod session;
 pub mod shape;

@@ -7,6 +7,7 @@
 //! total operations). Repeats alternate the contenders; the first repeat is dropped.
 
 mod args;
+mod claims;
 mod report;
 mod work;
 

@@ -7,10 +7,17 @@
 pub mod burst;
 pub mod claims;
 pub mod report;
+pub mod saturated;
 pub mod shapes;
+pub mod sweep_shapes;
+mod tail;
 pub mod work;
 
 mod args;
+#[cfg(test)]
+mod test_cells;
+#[cfg(test)]
+mod verdict_tests;
 
 pub use args::{config, Config, QueueArgs, Settings};
 pub use report::Outcome;
