@@ -176,7 +176,7 @@ fn combine_claim(rounds: &[(usize, &Value)]) -> Value {
 
 /// One experiment's results from its rounds (`(round number, results JSON)`, at least
 /// one, in round order): the last round's file (its figures, charts and tables), every
-/// claim judged on all rounds together ([`combine_claim`]; a claim is matched across
+/// claim judged on all rounds together (see `combine_claim`; a claim is matched across
 /// rounds by its id and its occurrence of that id), and a `rounds` section naming each
 /// round's own file in [`ROUNDS_DIR`].
 ///
