@@ -381,7 +381,7 @@ fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
         let argv = round_argv(argv, &dir.to_string_lossy());
         match std::fs::create_dir_all(&dir)
             .map_err(|e| Error::Output(format!("{}: {e}", dir.display())))
-            .and_then(|()| run_child(e.name(), &argv, &plan.staging))
+            .and_then(|()| run_child(e.name(), k, &argv, &plan.staging))
             .and_then(|()| written(&dir, e.name()))
         {
             Ok(()) => finished[i].push(k),
@@ -401,7 +401,7 @@ fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
             outcome.finished += 1;
             continue;
         }
-        match assemble(&plan.staging, e.name(), &finished[i]) {
+        match assemble(&plan.staging, e.name(), &finished[i], rounds) {
             Ok(()) => outcome.finished += 1,
             Err(err) => {
                 eprintln!("runner {}: {err}", e.name());
@@ -409,8 +409,8 @@ fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
             }
         }
     }
-    for k in 1..=rounds {
-        if rounds > 1 {
+    if rounds > 1 {
+        for k in 1..=rounds {
             let _ = std::fs::remove_dir_all(round_dir(&plan.staging, k));
         }
     }
@@ -420,7 +420,7 @@ fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
 /// One experiment's results from the rounds it finished (`done`, in order): every
 /// round's file kept as `rounds/<name>-<k>.json`, `<name>.json` judged on them all
 /// ([`rounds::combine`]), and the last round's table and charts beside it.
-fn assemble(staging: &Path, name: &str, done: &[usize]) -> Result<()> {
+fn assemble(staging: &Path, name: &str, done: &[usize], asked: usize) -> Result<()> {
     let fail = |what: &Path, e: String| Error::Output(format!("{}: {e}", what.display()));
     let kept = staging.join(rounds::ROUNDS_DIR);
     std::fs::create_dir_all(&kept).map_err(|e| fail(&kept, e.to_string()))?;
@@ -445,7 +445,7 @@ fn assemble(staging: &Path, name: &str, done: &[usize]) -> Result<()> {
             std::fs::rename(entry.path(), &to).map_err(|e| fail(&to, e.to_string()))?;
         }
     }
-    let combined = rounds::combine(&files);
+    let combined = rounds::combine(&files, asked);
     let to = staging.join(format!("{name}.json"));
     let text = serde_json::to_vec_pretty(&combined).map_err(|e| fail(&to, e.to_string()))?;
     write_atomic(&to, &text).map_err(|e| fail(&to, e.to_string()))
@@ -475,7 +475,7 @@ pub const FAILURE_FILE_ENV: &str = "HANDOFF_ALL_FAILURE_FILE";
 /// ones before it freed) and a fresh allocator state. It writes its files into the
 /// staging folder itself; Ctrl-C reaches it too and it writes nothing. A failure
 /// carries the reason the child wrote to its failure file, else its exit status.
-fn run_child(name: &str, argv: &[String], staging: &Path) -> Result<()> {
+fn run_child(name: &str, round: usize, argv: &[String], staging: &Path) -> Result<()> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()
         .map_err(|e| Error::Run(format!("cannot find this program: {e}")))?;
@@ -485,6 +485,7 @@ fn run_child(name: &str, argv: &[String], staging: &Path) -> Result<()> {
     let mut child = std::process::Command::new(exe)
         .args(argv)
         .env(FAILURE_FILE_ENV, &why_file)
+        .env(ROUND_ENV, round.to_string())
         // A process group of its own (its launchers and child processes in it too): a
         // Ctrl-C at a terminal reaches this process only, which passes it on once.
         .process_group(0)
@@ -547,8 +548,12 @@ pub fn note_failure(e: &Error) {
 }
 
 /// Names an experiment that fails on purpose once it has measured, before it writes
-/// anything: how the tests make one experiment of `runner all` fail late.
+/// anything: how the tests make one experiment of `runner all` fail late. `NAME` fails
+/// in every round, `NAME@K` in round K only.
 pub const TEST_FAIL_ENV: &str = "HANDOFF_TEST_FAIL";
+
+/// The round of `runner all` an experiment's process runs in (1 for the first).
+pub const ROUND_ENV: &str = "HANDOFF_ALL_ROUND";
 
 /// The failure [`TEST_FAIL_ENV`] asks of experiment `name`, if any.
 pub fn failure_asked(name: &str) -> Result<()> {
@@ -556,12 +561,20 @@ pub fn failure_asked(name: &str) -> Result<()> {
     if std::env::var_os(FAILURE_FILE_ENV).is_none() {
         return Ok(());
     }
-    match std::env::var(TEST_FAIL_ENV) {
-        Ok(n) if n == name => Err(Error::Run(format!(
-            "failed on purpose ({TEST_FAIL_ENV}={name})"
-        ))),
-        _ => Ok(()),
+    let Ok(asked) = std::env::var(TEST_FAIL_ENV) else {
+        return Ok(());
+    };
+    let (who, round) = match asked.split_once('@') {
+        Some((who, k)) => (who, Some(k)),
+        None => (asked.as_str(), None),
+    };
+    let this_round = std::env::var(ROUND_ENV).ok();
+    if who == name && (round.is_none() || round == this_round.as_deref()) {
+        return Err(Error::Run(format!(
+            "failed on purpose ({TEST_FAIL_ENV}={asked})"
+        )));
     }
+    Ok(())
 }
 
 /// Removes the files an experiment wrote into `dir` (`<name>.json`, `<name>.txt`,

@@ -178,3 +178,73 @@ fn ctrl_c_after_the_first_experiment_keeps_it_and_the_report() {
     assert!(report.contains("* `programs` did not run"), "{report}");
     assert!(report.contains("| `queue` |"), "{report}");
 }
+
+#[test]
+#[cfg_attr(
+    handoff_global_alloc,
+    ignore = "runner all's rounds do not depend on the allocator under it"
+)]
+fn a_round_that_fails_leaves_the_others_to_judge_and_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["all", "--smoke", "--rounds", "2", "--out"])
+        .arg(&out)
+        // The pool experiment fails in the second round only.
+        .env("HANDOFF_TEST_FAIL", "pool@2")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("runner pool (round 2): failed on purpose"),
+        "{err}"
+    );
+    let folder = out.join(this_machine_tag(&Topology::read()));
+    let read = |file: &str| -> serde_json::Value {
+        serde_json::from_slice(
+            &std::fs::read(folder.join(file)).unwrap_or_else(|e| panic!("{file}: {e}\n{err}")),
+        )
+        .unwrap()
+    };
+    // Every experiment's combined file; the pool's from its one finished round.
+    let pool = read("pool.json");
+    assert_eq!(pool["rounds"]["count"], 1, "{}", pool["rounds"]);
+    assert_eq!(pool["rounds"]["files"].as_array().unwrap().len(), 1);
+    let claims = pool["claims"].as_array().unwrap();
+    assert!(!claims.is_empty());
+    assert_eq!(pool["rounds"]["asked"], 2);
+    for c in claims {
+        // One round of the two asked is not a verdict: what it measured reads not
+        // measurable here; what it could not measure keeps its verdict.
+        assert_eq!(c["rounds"].as_array().unwrap().len(), 1, "{c}");
+        let round = c["rounds"][0]["verdict"].as_str().unwrap();
+        let expected = if ["not measured", "not measurable here"].contains(&round) {
+            round
+        } else {
+            "not measurable here"
+        };
+        assert_eq!(c["verdict"], expected, "{c}");
+    }
+    assert!(folder.join("rounds/pool-1.json").exists());
+    assert!(!folder.join("rounds/pool-2.json").exists());
+    for name in ["queue", "pipeline", "patterns", "alloc", "programs"] {
+        let v = read(&format!("{name}.json"));
+        assert_eq!(v["rounds"]["count"], 2, "{name}: {}", v["rounds"]);
+        for k in 1..=2 {
+            assert!(
+                folder.join(format!("rounds/{name}-{k}.json")).exists(),
+                "{name} round {k}"
+            );
+        }
+    }
+    // No round's staging folder left behind.
+    let hidden: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(hidden.is_empty(), "{hidden:?}");
+    let inc = read("incomplete.json");
+    assert_eq!(inc["failed"][0]["experiment"], "pool (round 2)", "{inc}");
+}

@@ -58,6 +58,21 @@ pub fn mps(v: Option<f64>) -> String {
     v.map(|v| format!("{:.2} M/s", v / 1e6))
         .unwrap_or_else(|| "-".into())
 }
+/// Numbers as an English list: `1`, `1 and 2`, `1, 2 and 3` (empty for none).
+///
+/// ```
+/// use runner::lab::fmt::and_list;
+/// assert_eq!((and_list(&[]), and_list(&[4]), and_list(&[4, 5]), and_list(&[1, 2, 3])),
+///            ("".into(), "4".into(), "4 and 5".into(), "1, 2 and 3".into()));
+/// ```
+pub fn and_list(items: &[usize]) -> String {
+    let words: Vec<String> = items.iter().map(ToString::to_string).collect();
+    match words.len() {
+        0 => String::new(),
+        1 => words[0].clone(),
+        n => format!("{} and {}", words[..n - 1].join(", "), words[n - 1]),
+    }
+}
 
 /// A short duration inside a sentence: `850ns`, `17us`, `2.5ms`, `0`.
 ///

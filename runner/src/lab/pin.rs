@@ -201,7 +201,7 @@ pub fn validate(pins: &[usize], roles: &[&str], max: usize, topo: &Topology) -> 
         } else {
             ("cores", "are")
         };
-        let names = join_and(&missing);
+        let names = super::fmt::and_list(&missing);
         let online = if topo.online.len() > topo.allowed.len() {
             format!(" (online: {})", format_cpu_list(&topo.online))
         } else {
@@ -227,15 +227,6 @@ pub fn validate(pins: &[usize], roles: &[&str], max: usize, topo: &Topology) -> 
         )));
     }
     Ok(())
-}
-
-fn join_and(cpus: &[usize]) -> String {
-    let s: Vec<String> = cpus.iter().map(usize::to_string).collect();
-    match s.len() {
-        0 => String::new(),
-        1 => s[0].clone(),
-        n => format!("{} and {}", s[..n - 1].join(", "), s[n - 1]),
-    }
 }
 
 /// Default pins for `roles` measured threads plus the control thread, adapted to the

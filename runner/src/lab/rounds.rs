@@ -17,16 +17,6 @@ fn str_of(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
 }
 
-/// The list `1, 2 and 3`.
-fn listed(rounds: &[usize]) -> String {
-    let words: Vec<String> = rounds.iter().map(ToString::to_string).collect();
-    match words.len() {
-        0 => String::new(),
-        1 => words[0].clone(),
-        n => format!("{} and {}", words[..n - 1].join(", "), words[n - 1]),
-    }
-}
-
 /// The side a verdict takes: `Some(true)` for *holds* and *reproduced*, `Some(false)`
 /// for *fails* and *differs*, `None` for the others.
 fn side(word: &str) -> Option<bool> {
@@ -55,11 +45,13 @@ fn counts(word: &str) -> bool {
 /// them: fewer, and it is *within noise* (the other rounds could not tell), so that no
 /// verdict rests on the one round that happened to see a host state. A claim only one
 /// round could measure is *not measurable here*, that round's verdict in its reason; no
-/// round: the last round's verdict.
-fn combine_claim(rounds: &[(usize, &Value)]) -> Value {
+/// round: the last round's verdict. `asked` is the number of rounds the run was asked
+/// for: a round that failed, or did not judge the claim, is one that could not measure
+/// it; only a run of one round (`asked` 1) takes its one round's verdict.
+fn combine_claim(rounds: &[(usize, &Value)], asked: usize) -> Value {
     let (_, last) = rounds[rounds.len() - 1];
     let mut out = last.clone();
-    let n = rounds.len();
+    let n = asked.max(rounds.len());
     let word_of = |c: &Value| str_of(&c["verdict"]).to_string();
     out["rounds"] = Value::Array(
         rounds
@@ -91,7 +83,7 @@ fn combine_claim(rounds: &[(usize, &Value)]) -> Value {
             format!(
                 "{w} in round{} {}",
                 if ks.len() == 1 { "" } else { "s" },
-                listed(ks)
+                super::fmt::and_list(ks)
             )
         })
         .collect::<Vec<_>>()
@@ -112,7 +104,7 @@ fn combine_claim(rounds: &[(usize, &Value)]) -> Value {
             .into();
     }
     if counted.is_empty() {
-        out["reason"] = format!("{split} (of {n}); {}", each(&rounds[n - 1..])).into();
+        out["reason"] = format!("{split} (of {n}); {}", each(&rounds[rounds.len() - 1..])).into();
         return out;
     }
     if counted.len() == 1 && n > 1 {
@@ -175,7 +167,8 @@ fn combine_claim(rounds: &[(usize, &Value)]) -> Value {
 }
 
 /// One experiment's results from its rounds (`(round number, results JSON)`, at least
-/// one, in round order): the last round's file (its figures, charts and tables), every
+/// one, in round order) of a run asked for `asked` rounds (more than it has where some
+/// failed): the last round's file (its figures, charts and tables), every
 /// claim judged on all rounds together (see `combine_claim`; a claim is matched across
 /// rounds by its id and its occurrence of that id), and a `rounds` section naming each
 /// round's own file in [`ROUNDS_DIR`].
@@ -185,14 +178,14 @@ fn combine_claim(rounds: &[(usize, &Value)]) -> Value {
 /// use serde_json::json;
 /// let round = |v: &str, ours: &str| json!({"experiment": "queue", "claims": [
 ///     {"id": "p50-tie", "claim": "c", "ours": ours, "verdict": v, "reason": "r"}]});
-/// let agree = combine(&[(1, round("holds", "1.02x")), (2, round("holds", "1.03x"))]);
+/// let agree = combine(&[(1, round("holds", "1.02x")), (2, round("holds", "1.03x"))], 2);
 /// assert_eq!(agree["claims"][0]["verdict"], "holds");
 /// assert!(agree["claims"][0]["reason"].as_str().unwrap().starts_with("holds in 2 of 2 rounds"));
-/// let split = combine(&[(1, round("holds", "1.02x")), (2, round("fails", "1.12x"))]);
+/// let split = combine(&[(1, round("holds", "1.02x")), (2, round("fails", "1.12x"))], 2);
 /// assert_eq!(split["claims"][0]["verdict"], "within noise");
 /// assert_eq!(split["claims"][0]["ours"], "round 1: 1.02x | round 2: 1.12x");
 /// ```
-pub fn combine(rounds: &[(usize, Value)]) -> Value {
+pub fn combine(rounds: &[(usize, Value)], asked: usize) -> Value {
     let (_, last) = &rounds[rounds.len() - 1];
     let mut out = last.clone();
     let experiment = str_of(&last["experiment"]).to_string();
@@ -227,12 +220,13 @@ pub fn combine(rounds: &[(usize, Value)]) -> Value {
                         .map(|(_, c)| (*k, *c))
                 })
                 .collect();
-            combine_claim(&of_key)
+            combine_claim(&of_key, asked)
         })
         .collect();
     out["claims"] = Value::Array(claims);
     out["rounds"] = json!({
         "count": rounds.len(),
+        "asked": asked.max(rounds.len()),
         "figures_from": rounds[rounds.len() - 1].0,
         "files": rounds
             .iter()
@@ -293,13 +287,14 @@ mod tests {
                 )
             })
             .collect();
-        combine(&rounds)["claims"][0].clone()
+        let n = rounds.len();
+        combine(&rounds, n)["claims"][0].clone()
     }
 
     #[test]
     fn rounds_that_agree_keep_their_verdict_and_say_how_many_gave_it() {
         let r = |o| file(vec![claim("a", "fails", o, "1.12x > 1.1x")]);
-        let out = combine(&[(1, r("1.12x")), (2, r("1.12x")), (3, r("1.12x"))]);
+        let out = combine(&[(1, r("1.12x")), (2, r("1.12x")), (3, r("1.12x"))], 3);
         let c = &out["claims"][0];
         assert_eq!(c["verdict"], "fails");
         assert_eq!(c["ours"], "1.12x");
@@ -391,28 +386,58 @@ mod tests {
 
     #[test]
     fn claims_are_matched_by_id_and_occurrence_even_when_a_round_lacks_one() {
-        let out = combine(&[
-            (
-                1,
-                file(vec![
-                    claim("t", "holds", "1", "x"),
-                    claim("t", "fails", "2", "x"),
-                    claim("only-1", "holds", "1", "x"),
-                ]),
-            ),
-            (
-                2,
-                file(vec![
-                    claim("t", "holds", "1", "x"),
-                    claim("t", "fails", "2", "x"),
-                ]),
-            ),
-        ]);
+        let out = combine(
+            &[
+                (
+                    1,
+                    file(vec![
+                        claim("t", "holds", "1", "x"),
+                        claim("t", "fails", "2", "x"),
+                        claim("only-1", "holds", "1", "x"),
+                    ]),
+                ),
+                (
+                    2,
+                    file(vec![
+                        claim("t", "holds", "1", "x"),
+                        claim("t", "fails", "2", "x"),
+                    ]),
+                ),
+            ],
+            2,
+        );
         let claims = out["claims"].as_array().unwrap();
         assert_eq!(claims.len(), 3);
         assert_eq!(claims[0]["verdict"], "holds");
         assert_eq!(claims[1]["verdict"], "fails");
         assert_eq!(claims[2]["id"], "only-1");
         assert_eq!(claims[2]["rounds"].as_array().unwrap().len(), 1);
+        // Judged by one round of two: not a verdict.
+        assert_eq!(claims[2]["verdict"], "not measurable here");
+    }
+
+    #[test]
+    fn a_round_that_failed_counts_as_one_that_could_not_measure() {
+        let r = |k: usize| (k, file(vec![claim("a", "holds", "1.02x", "within 5%")]));
+        // Three asked, round 2 failed: two rounds still decide.
+        let out = combine(&[r(1), r(3)], 3);
+        assert_eq!(out["claims"][0]["verdict"], "holds");
+        assert!(out["claims"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("holds in 2 of 3 rounds"));
+        assert_eq!(
+            (
+                out["rounds"]["count"].as_u64(),
+                out["rounds"]["asked"].as_u64()
+            ),
+            (Some(2), Some(3))
+        );
+        // Only one of three finished: one round is not a verdict.
+        let alone = combine(&[r(2)], 3);
+        assert_eq!(alone["claims"][0]["verdict"], "not measurable here");
+        assert_eq!(alone["rounds"]["files"][0], "rounds/pool-2.json");
+        // A run of one round asked for one takes its verdict.
+        assert_eq!(combine(&[r(1)], 1)["claims"][0]["verdict"], "holds");
     }
 }

@@ -11,6 +11,7 @@ mod fragment;
 mod once;
 mod report;
 mod sharing;
+mod tables;
 mod work;
 
 use crate::lab::error::Result;

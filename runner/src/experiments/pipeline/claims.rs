@@ -2,10 +2,11 @@
 //! floor: when the pinned cores' interruptions alone put p99.9 above the figure a claim
 //! needs, no allocator could show it on this machine.
 
+use super::sweep_claims::Floor;
 use super::work::Variant;
 use super::{Cell, Config, Mode, Outcome};
 use crate::lab::claims::{holds, near, Claim, Verdict};
-use crate::lab::fmt::{ns as fmt_ns, ops};
+use crate::lab::fmt::ns as fmt_ns;
 use crate::lab::noise::Probes;
 use crate::lab::placed;
 use handoff_clock::link::Classes;
@@ -17,7 +18,7 @@ fn tie(x: f64, y: f64, step_ns: f64) -> bool {
     (x - y).abs() <= 0.05 * y || placed::within_step(x - y, step_ns)
 }
 
-fn p(c: &Cell, q: f64) -> f64 {
+pub(super) fn p(c: &Cell, q: f64) -> f64 {
     c.latency.value_at_quantile(q) as f64
 }
 
@@ -116,27 +117,9 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
         noise.and_then(|n| n.floor(0.999)),
         noise.and_then(|n| n.worst_floor(0.999)),
     );
-    let floor_text = match (low999, floor999) {
-        (Some(lo), Some(hi)) if lo != hi => format!(
-            "; the two cores' interruptions alone set a p99.9 floor of {} to {} (the probes before and after the runs)",
-            fmt_ns(lo as f64),
-            fmt_ns(hi as f64)
-        ),
-        (_, Some(hi)) => format!(
-            "; the two cores' interruptions alone set a p99.9 floor of {}",
-            fmt_ns(hi as f64)
-        ),
-        _ => String::new(),
-    };
-    let tail_verdict = |doc: f64, judged: (Verdict, String)| {
-        match floor999 {
-        Some(f) if f as f64 > doc * 1.25 => (
-            Verdict::NotMeasurableHere,
-            format!("the pinned cores' interruptions alone impose a p99.9 of up to {}, above the document's {}", fmt_ns(f as f64), fmt_ns(doc)),
-        ),
-        _ => judged,
-    }
-    };
+    let floor = Floor::new(low999, floor999);
+    let floor_text = &floor.text;
+    let tail_verdict = |doc: f64, judged: (Verdict, String)| floor.tail(doc, judged);
     // Where a background thread shares a measured core, what it changes is the sharing,
     // not the heap: the claims about background pressure cannot be judged.
     let shared = cfg.bg_shares_core;
@@ -470,95 +453,11 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             .at("Throughput"),
         );
     }
-    let sweep_verdict = |judged: (Verdict, String)| {
-        if shared {
-            (Verdict::NotMeasurableHere, shared_why())
-        } else {
-            judged
-        }
-    };
-    let sweep = |x| out.sweep_of(x);
-    let arena = sweep(Variant::ArenaBatchHandoff);
-    if arena.len() > 1 {
-        let vals: Vec<f64> = arena.iter().map(|c| p(c, 0.999)).collect();
-        let (lo, hi) = vals
-            .iter()
-            .fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
-        v.push(
-            Claim::new(
-                "arena-flat",
-                "The arena's p99.9 is flat at 344 ns across all nine pressure points",
-                "344 ns at every point",
-                format!(
-                    "{} to {} ({:.2}x spread){}",
-                    fmt_ns(lo),
-                    fmt_ns(hi),
-                    hi / lo.max(1.0),
-                    floor_text
-                ),
-                sweep_verdict(tail_verdict(
-                    344.0,
-                    holds(hi <= lo * 1.1, "max / min of the nine p99.9s within 1.1x"),
-                )),
-            )
-            .at("Background pressure sweep: \"Arena is flat\""),
-        );
-    }
-    let freelist = sweep(Variant::FreelistReturnQueue);
-    let reference = freelist
-        .iter()
-        .find(|c| c.extra.bg_rate_hz.is_none())
-        .map(|c| p(c, 0.999));
-    if let (Some(base), true) = (reference, freelist.len() > 1) {
-        let off = freelist
-            .iter()
-            .filter(|c| c.extra.bg_rate_hz.is_some())
-            .map(|c| p(c, 0.999) - base)
-            .fold(0.0f64, |w, d| if d.abs() > w.abs() { d } else { w });
-        v.push(
-            Claim::new(
-                "freelist-flat",
-                "The freelist's p99.9 is nearly flat across the pressure sweep: within +-16 ns of its no-pressure reference (312 ns) at every point",
-                "within +-16 ns of 312 ns at every point",
-                format!(
-                    "reference {} with no background; the furthest point {:+.0} ns from it{}",
-                    fmt_ns(base),
-                    off,
-                    floor_text
-                ),
-                sweep_verdict(tail_verdict(
-                    312.0,
-                    holds(off.abs() <= 16.0, "every pressure point's p99.9 within 16 ns of the no-background point's"),
-                )),
-            )
-            .at("Background pressure sweep: \"Freelist is nearly flat\""),
-        );
-    }
-    let malloc = sweep(Variant::Malloc);
-    if malloc.len() > 1 {
-        let peak = malloc
-            .iter()
-            .filter(|c| c.extra.bg_rate_hz.is_some())
-            .max_by(|a, b| p(a, 0.999).total_cmp(&p(b, 0.999)));
-        if let Some(peak) = peak {
-            let at = peak.extra.bg_rate_hz.unwrap_or(0.0);
-            let last = malloc.last().map(|c| p(c, 0.999)).unwrap_or(0.0);
-            v.push(Claim::new(
-                "malloc-non-monotonic",
-                "Malloc's p99.9 is non-monotonic in background pressure: 328 ns with none, a peak of 424 ns at 372 k/s, back to 344 ns from 2.68 M/s",
-                "peak 424 ns at 372 k/s",
-                format!(
-                    "peak {} at {}; {} with none; {} at 10 M/s{}",
-                    fmt_ns(p(peak, 0.999)),
-                    ops(at),
-                    fmt_ns(malloc.first().map(|c| p(c, 0.999)).unwrap_or(0.0)),
-                    fmt_ns(last),
-                    floor_text
-                ),
-                sweep_verdict(tail_verdict(424.0, holds(at > 1e5 && at < 1e7 && p(peak, 0.999) > last, "the peak lies inside the sweep and above the 10 M/s point"))),
-            ).at("Background pressure sweep: \"Malloc is non-monotonic\""));
-        }
-    }
+    v.extend(super::sweep_claims::claims(
+        out,
+        &floor,
+        shared.then(shared_why),
+    ));
     v.extend(super::cross_l3::claims(
         out,
         cfg,
@@ -568,104 +467,5 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn a_tie_fails_either_way() {
-        use super::tie;
-        assert!(tie(172.0, 172.0, 0.0));
-        assert!(tie(180.0, 172.0, 0.0));
-        assert!(tie(165.0, 172.0, 0.0));
-        assert!(!tie(185.0, 172.0, 0.0));
-        assert!(!tie(160.0, 172.0, 0.0));
-        // The committed run of 1a50ca1 printed "holds" for this pair.
-        assert!(!tie(377.0, 3049.0, 10.0));
-        assert!(!tie(3049.0, 377.0, 10.0));
-        // Half a step of a clock that advances 10 ns at a time: not told apart.
-        assert!(tie(75.0, 80.0, 10.0));
-        assert!(tie(80.0, 75.0, 10.0));
-        assert!(!tie(100.0, 80.0, 10.0));
-    }
-
-    /// A headline cell of `v` with one slice of 2000 items per placement: items at
-    /// `near` ns with the cores ~100 ns apart, at `far` ns with them ~600 ns apart.
-    fn placed_cell(v: super::Variant, near: u64, far: u64) -> super::Cell {
-        use crate::lab::measure::{Around, Stamps};
-        use crate::lab::pacer::Schedule;
-        use handoff_clock::{Clock, Source, Timer};
-        let clock = Clock::monotonic();
-        let mut c = super::Cell::new(
-            super::Mode::Headline,
-            v,
-            Some(1e6),
-            4000,
-            Default::default(),
-        );
-        let slice = |start: u64, lat: u64| {
-            let send: Vec<u64> = (0..2000).map(|i| start + i * 1_000).collect();
-            Stamps {
-                schedule: Schedule::new(start, Some(1e6), Timer::with_frequency(Source::Tsc, 1e9)),
-                recv: send.iter().map(|s| s + lat).collect(),
-                send,
-                off_core: 0,
-                bad_items: 0,
-            }
-        };
-        let (a, b) = (slice(1_000, near), slice(10_000_000, far));
-        let around = |ns: f64| {
-            Some(Around {
-                before_ns: ns,
-                after_ns: ns,
-            })
-        };
-        c.measured
-            .add_slices(&[(&a, around(100.0)), (&b, around(600.0))], &clock, "x")
-            .unwrap();
-        c
-    }
-
-    #[test]
-    fn mimalloc_is_judged_where_malloc_has_a_gap() {
-        use super::{drop_in_gap, Variant};
-        use crate::lab::claims::Verdict;
-        use crate::lab::placed;
-        use handoff_clock::link::Classes;
-        let classes = Classes::of(&[[100.0; 50], [600.0; 50]].concat());
-        // Issue 50: every variant ties near (172 ns); far, malloc 2.7 us against the
-        // freelist's 1.0 us, and mimalloc 2.6 us does not close it.
-        let m = placed_cell(Variant::Malloc, 172, 2_700);
-        let f = placed_cell(Variant::FreelistReturnQueue, 172, 1_000);
-        let mi = placed_cell(Variant::Mimalloc, 170, 2_600);
-        // The old rule (mimalloc's p50 at or below malloc's in the nearest placement)
-        // said yes.
-        let (_, (old, _)) = placed::compare(
-            &classes,
-            ("mimalloc", &mi.measured),
-            ("malloc", &m.measured),
-            0.5,
-            |x, y| x <= y + 10.0,
-            "old",
-        );
-        assert_eq!(old, Verdict::Holds);
-        let (ours, (v, why)) = drop_in_gap(&classes, (&m, &f, &mi), &[0.5], 10.0);
-        assert_eq!(v, Verdict::Fails, "{ours}: {why}");
-        assert!(
-            ours.contains("cores ~100 ns apart: p50 malloc 172 ns"),
-            "{ours}"
-        );
-        assert!(
-            ours.contains("(no gap)") && ours.contains("(gap not closed)"),
-            "{ours}"
-        );
-        assert!(why.contains("~600 ns"), "{why}");
-        // mimalloc at the freelist's 1.0 us far: closed.
-        let mi = placed_cell(Variant::Mimalloc, 170, 1_020);
-        assert_eq!(
-            drop_in_gap(&classes, (&m, &f, &mi), &[0.5], 10.0).1 .0,
-            Verdict::Holds
-        );
-        // No gap anywhere: nothing to close.
-        let m = placed_cell(Variant::Malloc, 172, 1_010);
-        let (_, (v, why)) = drop_in_gap(&classes, (&m, &f, &mi), &[0.5], 10.0);
-        assert_eq!(v, Verdict::NotMeasurableHere, "{why}");
-    }
-}
+#[path = "claims_tests.rs"]
+mod tests;

@@ -9,6 +9,7 @@ pub mod claims;
 pub mod cross_l3;
 pub mod order;
 pub mod report;
+mod sweep_claims;
 pub mod work;
 
 mod args;
