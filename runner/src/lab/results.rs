@@ -7,14 +7,17 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to `path` atomically (temp file in the same directory, fsync,
-/// rename). Creates the directory when missing.
+/// rename). Creates the directory when missing. The file gets the mode a plain
+/// `File::create` would give it (0666 less the umask), not the temporary file's 0600.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&dir)?;
+    use std::os::unix::fs::PermissionsExt;
     let mut tmp = tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o666))
         .prefix(".handoff-")
         .suffix(".tmp")
         .tempfile_in(&dir)?;
@@ -136,6 +139,18 @@ impl Outputs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_written_file_has_the_mode_a_created_one_has() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::File::create(&plain).unwrap();
+        let ours = dir.path().join("ours.json");
+        write_atomic(&ours, b"{}").unwrap();
+        let mode = |p: &std::path::Path| p.metadata().unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&ours), mode(&plain));
+    }
 
     #[test]
     fn atomic_write_creates_replaces_and_leaves_no_temp() {
