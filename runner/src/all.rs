@@ -12,6 +12,9 @@ use crate::lab::rounds;
 use crate::lab::stop;
 use crate::lab::topology::Topology;
 use clap::{Arg, ArgAction, ArgMatches, Command};
+use nix::sys::signal::{self, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -71,7 +74,7 @@ pub fn commands() -> [Command; 3] {
             Arg::new("rounds")
                 .long("rounds")
                 .value_parser(clap::value_parser!(u32).range(1..=10))
-                .help("Rounds: every experiment runs once in each, the rounds one after the other, its --runs shared out among them; every claim is judged on all its rounds together and reads \"within noise\" where they disagree (docs/methodology.md, \"Rounds\") [default: 3 at the default and full sizes, 1 with --smoke or --quick]"),
+                .help("Rounds: every experiment's repeats are spread over them, the rounds one after the other (each experiment one process that pauses between its rounds), so that they meet the host's states of the whole run; every claim is judged on all its repeats together, and a margin smaller than their spread reads \"within noise\" (docs/methodology.md, \"Rounds\") [default: 3 at the default and full sizes, 1 with --smoke or --quick]"),
         )
         .arg(
             Arg::new("clock")
@@ -107,11 +110,11 @@ pub fn commands() -> [Command; 3] {
 /// A validated `runner all`: where it writes and what it runs.
 pub struct AllPlan {
     scale: Scale,
-    /// How many rounds: every experiment runs once in each.
+    /// How many rounds every experiment's runs are spread over.
     rounds: usize,
-    /// Each experiment, validated, and its command line in a round (its flags at the
-    /// scale, its share of the runs, and `--out` with [`OUT`] for the round's folder),
-    /// in registry order.
+    /// Each experiment, validated, and its command line (its flags at the scale, and
+    /// `--out` with [`OUT`] for the staging folder), in registry order; its runs are
+    /// spread over the rounds (`lab::rounds`).
     runs: Vec<(&'static dyn Entry, Vec<String>)>,
     /// `<out>/<machine>`: where the results land when everything ran.
     folder: PathBuf,
@@ -149,17 +152,11 @@ pub fn prepare(sub: &ArgMatches, topo: &Topology) -> Result<AllPlan> {
         .map(|e| {
             let mut argv: Vec<String> = vec![e.name().to_string()];
             argv.extend(e.all(scale).flags.iter().map(|f| f.to_string()));
-            if rounds > 1 {
-                // A later flag overrides the scale's.
-                let (total, min) = e.runs(scale);
-                let each = rounds::runs_per_round(total, rounds, min);
-                argv.extend(["--runs".to_string(), each.to_string()]);
-            }
             argv.extend(["--out".to_string(), OUT.to_string()]);
             if let Some(clock) = sub.get_one::<String>("clock") {
                 argv.extend(["--clock".to_string(), clock.clone()]);
             }
-            let here = round_argv(&argv, &staging_arg);
+            let here = with_out(&argv, &staging_arg);
             let m = e
                 .command()
                 .try_get_matches_from(&here)
@@ -312,19 +309,14 @@ impl Outcome {
 }
 
 /// The placeholder for the output folder in an experiment's command line in [`AllPlan`]:
-/// the staging folder, or with rounds, the round's folder inside it.
+/// the staging folder.
 const OUT: &str = "{out}";
 
 /// `argv` with its output folder.
-fn round_argv(argv: &[String], out: &str) -> Vec<String> {
+fn with_out(argv: &[String], out: &str) -> Vec<String> {
     argv.iter()
         .map(|a| if a == OUT { out.to_string() } else { a.clone() })
         .collect()
-}
-
-/// Where round `k` of a run in rounds writes, inside the staging folder.
-fn round_dir(staging: &Path, k: usize) -> PathBuf {
-    staging.join(format!(".round-{k}"))
 }
 
 fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
@@ -340,19 +332,23 @@ fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
         failed: Vec::new(),
         not_run: Vec::new(),
     };
-    // For each experiment, the rounds it finished.
-    let mut finished: Vec<Vec<usize>> = vec![Vec::new(); n];
+    // Each experiment's process between two of its rounds (paused), and which are
+    // over (finished, failed or never started).
+    let mut paused: Vec<Option<Child>> = (0..n).map(|_| None).collect();
+    let mut over = vec![false; n];
+    let staging = plan.staging.to_string_lossy().into_owned();
     let steps = n * rounds;
     for step in 0..steps {
         let (k, i) = (step / n + 1, step % n);
         let (e, argv) = &plan.runs[i];
-        let label = if rounds > 1 {
-            format!("{} (round {k})", e.name())
-        } else {
-            e.name().to_string()
-        };
+        if over[i] {
+            continue;
+        }
         if stop::requested() {
-            outcome.not_run.push(label);
+            if paused[i].is_none() {
+                outcome.not_run.push(e.name().to_string());
+                over[i] = true;
+            }
             continue;
         }
         let spent = start.elapsed().as_secs_f64();
@@ -373,82 +369,58 @@ fn run_into(plan: &AllPlan, start: Instant) -> Outcome {
             clock(spent),
             clock(left)
         );
-        let dir = if rounds > 1 {
-            round_dir(&plan.staging, k)
-        } else {
-            plan.staging.clone()
+        let child = match paused[i].take() {
+            Some(child) => child.resume(rounds::GO_ON),
+            None => Child::spawn(e.name(), &with_out(argv, &staging), plan),
         };
-        let argv = round_argv(argv, &dir.to_string_lossy());
-        match std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::Output(format!("{}: {e}", dir.display())))
-            .and_then(|()| run_child(e.name(), k, &argv, &plan.staging))
-            .and_then(|()| written(&dir, e.name()))
-        {
-            Ok(()) => finished[i].push(k),
+        let label = if rounds > 1 {
+            format!("{} (round {k})", e.name())
+        } else {
+            e.name().to_string()
+        };
+        match child.and_then(|c| c.wait(true)) {
+            Ok(Ended::Paused(c)) => paused[i] = Some(c),
+            Ok(Ended::Exited(status)) => {
+                over[i] = true;
+                settle(plan, e.name(), &label, status, &mut outcome);
+            }
             Err(err) => {
-                // What it wrote before it failed is not a finished result.
-                remove_files_of(&dir, e.name());
-                eprintln!("runner {label}: {err}; the next experiment goes on");
-                outcome.failed.push((label, err));
+                over[i] = true;
+                settle(plan, e.name(), &label, Err(err), &mut outcome);
             }
         }
     }
-    for (i, (e, _)) in plan.runs.iter().enumerate() {
-        if finished[i].is_empty() {
-            continue;
-        }
-        if rounds == 1 {
-            outcome.finished += 1;
-            continue;
-        }
-        match assemble(&plan.staging, e.name(), &finished[i], rounds) {
-            Ok(()) => outcome.finished += 1,
-            Err(err) => {
-                eprintln!("runner {}: {err}", e.name());
-                outcome.failed.push((e.name().to_string(), err));
-            }
-        }
-    }
-    if rounds > 1 {
-        for k in 1..=rounds {
-            let _ = std::fs::remove_dir_all(round_dir(&plan.staging, k));
-        }
+    // After Ctrl-C: the experiments paused between two rounds judge the rounds they
+    // measured and write their files (their `rounds` field says they were cut short).
+    for (i, child) in paused.into_iter().enumerate() {
+        let Some(child) = child else { continue };
+        let name = plan.runs[i].0.name();
+        println!("\nrunner {name}: writing the results of the rounds it measured");
+        let status = child
+            .resume(rounds::FINISH)
+            .and_then(|c| match c.wait(false)? {
+                Ended::Exited(status) => status,
+                Ended::Paused(_) => Err(Error::Run(
+                    "paused again when asked for its results".to_string(),
+                )),
+            });
+        settle(plan, name, name, status, &mut outcome);
     }
     outcome
 }
 
-/// One experiment's results from the rounds it finished (`done`, in order): every
-/// round's file kept as `rounds/<name>-<k>.json`, `<name>.json` judged on them all
-/// ([`rounds::combine`]), and the last round's table and charts beside it.
-fn assemble(staging: &Path, name: &str, done: &[usize], asked: usize) -> Result<()> {
-    let fail = |what: &Path, e: String| Error::Output(format!("{}: {e}", what.display()));
-    let kept = staging.join(rounds::ROUNDS_DIR);
-    std::fs::create_dir_all(&kept).map_err(|e| fail(&kept, e.to_string()))?;
-    let mut files = Vec::new();
-    for &k in done {
-        let path = round_dir(staging, k).join(format!("{name}.json"));
-        let bytes = std::fs::read(&path).map_err(|e| fail(&path, e.to_string()))?;
-        let json: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|e| fail(&path, e.to_string()))?;
-        let to = kept.join(format!("{name}-{k}.json"));
-        write_atomic(&to, &bytes).map_err(|e| fail(&to, e.to_string()))?;
-        files.push((k, json));
-    }
-    let last = round_dir(staging, done[done.len() - 1]);
-    let entries = std::fs::read_dir(&last).map_err(|e| fail(&last, e.to_string()))?;
-    for entry in entries.flatten() {
-        let file = entry.file_name().to_string_lossy().into_owned();
-        let ours = file == format!("{name}.txt")
-            || (file.starts_with(&format!("{name}-")) && file.ends_with(".svg"));
-        if ours {
-            let to = staging.join(&file);
-            std::fs::rename(entry.path(), &to).map_err(|e| fail(&to, e.to_string()))?;
+/// Records how experiment `name`'s process ended (`label`: its name, with the round it
+/// ended in): finished when it exited well and wrote a results file; failed otherwise,
+/// and what it wrote is removed (not a finished result).
+fn settle(plan: &AllPlan, name: &str, label: &str, status: Result<()>, outcome: &mut Outcome) {
+    match status.and_then(|()| written(&plan.staging, name)) {
+        Ok(()) => outcome.finished += 1,
+        Err(err) => {
+            remove_files_of(&plan.staging, name);
+            eprintln!("runner {label}: {err}; the next experiment goes on");
+            outcome.failed.push((label.to_string(), err));
         }
     }
-    let combined = rounds::combine(&files, asked);
-    let to = staging.join(format!("{name}.json"));
-    let text = serde_json::to_vec_pretty(&combined).map_err(|e| fail(&to, e.to_string()))?;
-    write_atomic(&to, &text).map_err(|e| fail(&to, e.to_string()))
 }
 
 /// Whether experiment `name` wrote a results file the report can read: an error naming
@@ -470,59 +442,109 @@ fn written(dir: &Path, name: &str) -> Result<()> {
 /// started writes why it failed (its error, or its panic's message).
 pub const FAILURE_FILE_ENV: &str = "HANDOFF_ALL_FAILURE_FILE";
 
-/// Runs one experiment as a runner process of its own, so that each starts from a fresh
-/// heap (an experiment that measures resident memory would otherwise see the memory the
-/// ones before it freed) and a fresh allocator state. It writes its files into the
-/// staging folder itself; Ctrl-C reaches it too and it writes nothing. A failure
-/// carries the reason the child wrote to its failure file, else its exit status.
-fn run_child(name: &str, round: usize, argv: &[String], staging: &Path) -> Result<()> {
-    use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::Run(format!("cannot find this program: {e}")))?;
-    let failed = |e: std::io::Error| Error::Run(e.to_string());
-    let why_file = staging.join(format!(".{name}.failure"));
-    let _ = std::fs::remove_file(&why_file);
-    let mut child = std::process::Command::new(exe)
-        .args(argv)
-        .env(FAILURE_FILE_ENV, &why_file)
-        .env(ROUND_ENV, round.to_string())
-        // A process group of its own (its launchers and child processes in it too): a
-        // Ctrl-C at a terminal reaches this process only, which passes it on once.
-        .process_group(0)
-        .spawn()
-        .map_err(failed)?;
-    let mut passed_on = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(failed)? {
-            break status;
-        }
-        if stop::requested() && !passed_on {
-            // SAFETY: `killpg` reads no memory; the group is the child's, whose leader
-            // (the child, not yet reaped) keeps its id from being reused.
-            unsafe { libc::killpg(child.id() as libc::pid_t, libc::SIGINT) };
-            passed_on = true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    let why = std::fs::read_to_string(&why_file).ok();
-    let _ = std::fs::remove_file(&why_file);
-    use std::os::unix::process::ExitStatusExt;
-    match status.code() {
-        Some(0) => Ok(()),
-        Some(130) => Err(Error::Interrupted),
-        None if stop::requested() && status.signal() == Some(libc::SIGINT) => {
-            Err(Error::Interrupted)
-        }
-        code => {
-            let how = code.map_or_else(
-                || format!("killed by signal {}", status.signal().unwrap_or(0)),
-                |c| format!("exit status {c}"),
-            );
-            Err(Error::Run(match why {
-                Some(w) if !w.trim().is_empty() => format!("{} ({how})", w.trim()),
-                _ => how,
-            }))
-        }
+/// An experiment's process in `runner all`: started at its first round, paused
+/// (stopped by itself, `lab::rounds::enter`) between two rounds, exited after its last.
+/// It runs in a process group of its own, so that a Ctrl-C at a terminal reaches `runner
+/// all` alone, which passes it on to the experiment in flight.
+struct Child {
+    pid: Pid,
+    /// Its standard input: what to do when it goes on (`lab::rounds::GO_ON`, `FINISH`).
+    input: std::process::ChildStdin,
+    /// Where it writes why it failed.
+    why_file: PathBuf,
+    /// Kept so that the process is not reaped behind our back (its `wait` is ours).
+    _process: std::process::Child,
+}
+
+/// How a wait for an experiment's process ended.
+enum Ended {
+    /// It paused at the end of a round.
+    Paused(Child),
+    /// It exited: `Ok` with status 0, else why it failed.
+    Exited(Result<()>),
+}
+
+impl Child {
+    /// Starts experiment `name`'s process with `argv`, so that each experiment starts
+    /// from a fresh heap (an experiment that measures resident memory would otherwise
+    /// see the memory the ones before it freed) and a fresh allocator state.
+    fn spawn(name: &str, argv: &[String], plan: &AllPlan) -> Result<Child> {
+        use std::os::unix::process::CommandExt;
+        let exe = std::env::current_exe()
+            .map_err(|e| Error::Run(format!("cannot find this program: {e}")))?;
+        let why_file = plan.staging.join(format!(".{name}.failure"));
+        let _ = std::fs::remove_file(&why_file);
+        let mut process = std::process::Command::new(exe)
+            .args(argv)
+            .env(FAILURE_FILE_ENV, &why_file)
+            .env(rounds::ROUNDS_ENV, plan.rounds.to_string())
+            .stdin(std::process::Stdio::piped())
+            // A process group of its own (its launchers and child processes in it too):
+            // a Ctrl-C at a terminal reaches this process only, which passes it on once.
+            .process_group(0)
+            .spawn()
+            .map_err(|e| Error::Run(e.to_string()))?;
+        let input = process
+            .stdin
+            .take()
+            .ok_or_else(|| Error::Run("no pipe to the experiment's process".into()))?;
+        Ok(Child {
+            pid: Pid::from_raw(process.id() as i32),
+            input,
+            why_file,
+            _process: process,
+        })
+    }
+
+    /// Lets a paused process go on, telling it what to do (`what`).
+    fn resume(mut self, what: u8) -> Result<Child> {
+        use std::io::Write;
+        let failed = |e: String| Error::Run(format!("cannot resume it: {e}"));
+        self.input
+            .write_all(&[what])
+            .and_then(|()| self.input.flush())
+            .map_err(|e| failed(e.to_string()))?;
+        signal::kill(self.pid, Signal::SIGCONT).map_err(|e| failed(e.to_string()))?;
+        Ok(self)
+    }
+
+    /// Waits until the process pauses or exits; with `pass_on`, a Ctrl-C that arrives
+    /// meanwhile is passed on to its group once (it then stops and writes nothing).
+    fn wait(self, pass_on: bool) -> Result<Ended> {
+        let mut passed_on = false;
+        let status = loop {
+            let flags = WaitPidFlag::WUNTRACED | WaitPidFlag::WNOHANG;
+            match waitpid(self.pid, Some(flags)).map_err(|e| Error::Run(e.to_string()))? {
+                WaitStatus::Stopped(..) => return Ok(Ended::Paused(self)),
+                WaitStatus::Exited(_, code) => break Ok(code),
+                WaitStatus::Signaled(_, sig, _) => break Err(sig),
+                _ => {}
+            }
+            if pass_on && stop::requested() && !passed_on {
+                // The group is the child's, whose leader (not yet reaped) keeps its id
+                // from being reused.
+                let _ = signal::killpg(self.pid, Signal::SIGINT);
+                passed_on = true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let why = std::fs::read_to_string(&self.why_file).ok();
+        let _ = std::fs::remove_file(&self.why_file);
+        Ok(Ended::Exited(match status {
+            Ok(0) => Ok(()),
+            Ok(130) => Err(Error::Interrupted),
+            Err(Signal::SIGINT) if stop::requested() => Err(Error::Interrupted),
+            status => {
+                let how = match status {
+                    Ok(c) => format!("exit status {c}"),
+                    Err(sig) => format!("killed by signal {}", sig as i32),
+                };
+                Err(Error::Run(match why {
+                    Some(w) if !w.trim().is_empty() => format!("{} ({how})", w.trim()),
+                    _ => how,
+                }))
+            }
+        }))
     }
 }
 
@@ -547,16 +569,35 @@ pub fn note_failure(e: &Error) {
     }
 }
 
-/// Names an experiment that fails on purpose once it has measured, before it writes
-/// anything: how the tests make one experiment of `runner all` fail late. `NAME` fails
-/// in every round, `NAME@K` in round K only.
+/// Names an experiment that fails on purpose: how the tests make one experiment of
+/// `runner all` fail late. `NAME` fails once it has measured, before it writes
+/// anything; `NAME@K` at the end of round K (of `lab::rounds`), its last included.
 pub const TEST_FAIL_ENV: &str = "HANDOFF_TEST_FAIL";
 
-/// The round of `runner all` an experiment's process runs in (1 for the first).
-pub const ROUND_ENV: &str = "HANDOFF_ALL_ROUND";
+/// The experiment this process runs, for [`TEST_FAIL_ENV`].
+static EXPERIMENT: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
 
-/// The failure [`TEST_FAIL_ENV`] asks of experiment `name`, if any.
+/// Records which experiment this process runs.
+pub fn set_experiment(name: &'static str) {
+    let _ = EXPERIMENT.set(name);
+}
+
+/// The failure [`TEST_FAIL_ENV`] asks of experiment `name` once it has measured (in
+/// its last round), if any.
 pub fn failure_asked(name: &str) -> Result<()> {
+    failure_in(name, rounds::current() + 1, true)
+}
+
+/// The failure [`TEST_FAIL_ENV`] asks of this process's experiment at the end of round
+/// `round` (from 1), if any.
+pub fn failure_asked_in_round(round: usize) -> Result<()> {
+    match EXPERIMENT.get() {
+        Some(name) => failure_in(name, round, false),
+        None => Ok(()),
+    }
+}
+
+fn failure_in(name: &str, round: usize, last: bool) -> Result<()> {
     // Only inside `runner all`, which names a failure file.
     if std::env::var_os(FAILURE_FILE_ENV).is_none() {
         return Ok(());
@@ -564,12 +605,15 @@ pub fn failure_asked(name: &str) -> Result<()> {
     let Ok(asked) = std::env::var(TEST_FAIL_ENV) else {
         return Ok(());
     };
-    let (who, round) = match asked.split_once('@') {
-        Some((who, k)) => (who, Some(k)),
+    let (who, at) = match asked.split_once('@') {
+        Some((who, k)) => (who, k.parse::<usize>().ok()),
         None => (asked.as_str(), None),
     };
-    let this_round = std::env::var(ROUND_ENV).ok();
-    if who == name && (round.is_none() || round == this_round.as_deref()) {
+    let now = match at {
+        None => last,
+        Some(k) => k == round,
+    };
+    if who == name && now {
         return Err(Error::Run(format!(
             "failed on purpose ({TEST_FAIL_ENV}={asked})"
         )));
@@ -693,15 +737,9 @@ pub fn compare(sub: &ArgMatches) -> Result<()> {
 fn record_final_folder(staging: &Path, folder: &Path) -> Result<()> {
     let fail = |what: &Path, e: String| Error::Output(format!("{}: {e}", what.display()));
     let mut paths = Vec::new();
-    let rounds_dir = staging.join(rounds::ROUNDS_DIR);
-    for dir in [staging, rounds_dir.as_path()] {
-        if dir != staging && !dir.exists() {
-            continue;
-        }
-        let entries = std::fs::read_dir(dir).map_err(|e| fail(dir, e.to_string()))?;
-        for entry in entries {
-            paths.push(entry.map_err(|e| fail(dir, e.to_string()))?.path());
-        }
+    let entries = std::fs::read_dir(staging).map_err(|e| fail(staging, e.to_string()))?;
+    for entry in entries {
+        paths.push(entry.map_err(|e| fail(staging, e.to_string()))?.path());
     }
     for path in paths {
         if path.extension().and_then(|x| x.to_str()) != Some("json") {

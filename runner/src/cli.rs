@@ -84,6 +84,7 @@ fn run_one(
         name: e.name(),
         document: e.document(),
     };
+    crate::all::set_experiment(e.name());
     let mut session = Session::start(id, p.plan(), topo, tools)?;
     let output = p.run(&mut session)?;
     crate::all::failure_asked(e.name())?;

@@ -179,72 +179,142 @@ fn ctrl_c_after_the_first_experiment_keeps_it_and_the_report() {
     assert!(report.contains("| `queue` |"), "{report}");
 }
 
+/// Reads `file` of `folder` as JSON (the run's stderr in the message if it is missing).
+fn read_json(folder: &std::path::Path, file: &str, err: &str) -> serde_json::Value {
+    serde_json::from_slice(
+        &std::fs::read(folder.join(file)).unwrap_or_else(|e| panic!("{file}: {e}\n{err}")),
+    )
+    .unwrap()
+}
+
 #[test]
 #[cfg_attr(
     handoff_global_alloc,
     ignore = "runner all's rounds do not depend on the allocator under it"
 )]
-fn a_round_that_fails_leaves_the_others_to_judge_and_is_named() {
+fn an_experiment_that_fails_in_a_round_is_named_and_the_others_take_every_round() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
     let o = Command::new(env!("CARGO_BIN_EXE_runner"))
         .args(["all", "--smoke", "--rounds", "2", "--out"])
         .arg(&out)
-        // The pool experiment fails in the second round only.
-        .env("HANDOFF_TEST_FAIL", "pool@2")
+        // The pool experiment fails at the end of its first round.
+        .env("HANDOFF_TEST_FAIL", "pool@1")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
+    let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("runner pool (round 2): failed on purpose"),
+        err.contains("runner pool (round 1): failed on purpose"),
         "{err}"
     );
+    // Every experiment paused once, between its two rounds (the pool failed instead).
+    assert_eq!(
+        stdout.matches("round 1 of 2 done: paused").count(),
+        5,
+        "{stdout}"
+    );
     let folder = out.join(this_machine_tag(&Topology::read()));
-    let read = |file: &str| -> serde_json::Value {
-        serde_json::from_slice(
-            &std::fs::read(folder.join(file)).unwrap_or_else(|e| panic!("{file}: {e}\n{err}")),
-        )
-        .unwrap()
-    };
-    // Every experiment's combined file; the pool's from its one finished round.
-    let pool = read("pool.json");
-    assert_eq!(pool["rounds"]["count"], 1, "{}", pool["rounds"]);
-    assert_eq!(pool["rounds"]["files"].as_array().unwrap().len(), 1);
-    let claims = pool["claims"].as_array().unwrap();
-    assert!(!claims.is_empty());
-    assert_eq!(pool["rounds"]["asked"], 2);
-    for c in claims {
-        // One round of the two asked is not a verdict: what it measured reads not
-        // measurable here; what it could not measure keeps its verdict.
-        assert_eq!(c["rounds"].as_array().unwrap().len(), 1, "{c}");
-        let round = c["rounds"][0]["verdict"].as_str().unwrap();
-        let expected = if ["not measured", "not measurable here"].contains(&round) {
-            round
-        } else {
-            "not measurable here"
-        };
-        assert_eq!(c["verdict"], expected, "{c}");
-    }
-    assert!(folder.join("rounds/pool-1.json").exists());
-    assert!(!folder.join("rounds/pool-2.json").exists());
+    assert!(!folder.join("pool.json").exists());
     for name in ["queue", "pipeline", "patterns", "alloc", "programs"] {
-        let v = read(&format!("{name}.json"));
-        assert_eq!(v["rounds"]["count"], 2, "{name}: {}", v["rounds"]);
-        for k in 1..=2 {
-            assert!(
-                folder.join(format!("rounds/{name}-{k}.json")).exists(),
-                "{name} round {k}"
-            );
-        }
+        let v = read_json(&folder, &format!("{name}.json"), &err);
+        assert_eq!(
+            v["rounds"],
+            serde_json::json!({"count": 2, "measured": 2, "cut_short": false}),
+            "{name}"
+        );
+        // Its runs were shared out between the two rounds: twice its smoke runs.
+        assert!(v["config"]["runs"].as_u64().unwrap() >= 2, "{name}");
     }
-    // No round's staging folder left behind.
-    let hidden: Vec<String> = std::fs::read_dir(&folder)
+    // No staging folder, and no per-round files.
+    let names: Vec<String> = std::fs::read_dir(&folder)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('.'))
         .collect();
-    assert!(hidden.is_empty(), "{hidden:?}");
-    let inc = read("incomplete.json");
-    assert_eq!(inc["failed"][0]["experiment"], "pool (round 2)", "{inc}");
+    assert!(!names.iter().any(|n| n.starts_with('.')), "{names:?}");
+    assert!(!names.contains(&"rounds".to_string()), "{names:?}");
+    let inc = read_json(&folder, "incomplete.json", &err);
+    assert_eq!(inc["failed"][0]["experiment"], "pool (round 1)", "{inc}");
+}
+
+#[test]
+#[cfg_attr(
+    handoff_global_alloc,
+    ignore = "runner all's handling of Ctrl-C does not depend on the allocator under it"
+)]
+fn ctrl_c_in_a_later_round_keeps_the_rounds_the_paused_experiments_measured() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["all", "--smoke", "--rounds", "2", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The line before the pipeline's second round: the queue has finished both of its
+    // rounds, the four after the pipeline are paused after their first.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "{seen:?}");
+        let next = line.starts_with("[8/12]");
+        seen.push(line);
+        if next {
+            break;
+        }
+    }
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut rest);
+        rest
+    });
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let o = child.wait_with_output().unwrap();
+    let rest = rest.join().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{seen:?}\n{rest}\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let folder = out.join(this_machine_tag(&Topology::read()));
+    let queue = read_json(&folder, "queue.json", &err);
+    assert_eq!(queue["rounds"]["measured"], 2, "{}", queue["rounds"]);
+    assert_eq!(queue["rounds"]["cut_short"], false);
+    // The paused ones judged their first round and said so.
+    for name in ["pool", "patterns", "alloc", "programs"] {
+        let v = read_json(&folder, &format!("{name}.json"), &err);
+        assert_eq!(
+            v["rounds"],
+            serde_json::json!({"count": 2, "measured": 1, "cut_short": true}),
+            "{name}\n{rest}"
+        );
+        assert!(!v["claims"].as_array().unwrap().is_empty(), "{name}");
+    }
+    assert!(
+        rest.contains("runner pool: writing the results of the rounds it measured"),
+        "{rest}"
+    );
+    // The pipeline was in flight: interrupted, it wrote nothing (unless it had just
+    // finished its last round).
+    if !folder.join("pipeline.json").exists() {
+        let inc = read_json(&folder, "incomplete.json", &err);
+        assert_eq!(
+            inc["failed"][0]["experiment"], "pipeline (round 2)",
+            "{inc}"
+        );
+    }
+    // No experiment's process is left behind, stopped or not.
+    let ps = Command::new("ps")
+        .args(["-eo", "stat,args"])
+        .output()
+        .unwrap();
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    let out_arg = out.to_string_lossy();
+    assert!(!ps.lines().any(|l| l.contains(out_arg.as_ref())), "{ps}");
 }

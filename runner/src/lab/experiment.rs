@@ -262,9 +262,6 @@ pub trait Entry: Sync {
     fn child_task(&self) -> Option<(&'static str, Task)>;
     /// Whether it needs the `runner-contenders` binary ([`Experiment::CONTENDERS`]).
     fn contenders(&self) -> bool;
-    /// Its runs at `scale` (the `--runs` of the scale's flags, else its default) and the
-    /// fewest it takes: what `runner all` shares out among its rounds.
-    fn runs(&self, scale: Scale) -> (usize, usize);
     /// Parses its typed flags from clap's matches and validates them.
     fn prepare(&self, m: &clap::ArgMatches, topo: &Topology) -> Result<Box<dyn Prepared>>;
 }
@@ -304,17 +301,6 @@ impl<E: Experiment> Entry for E {
 
     fn contenders(&self) -> bool {
         E::CONTENDERS
-    }
-
-    fn runs(&self, scale: Scale) -> (usize, usize) {
-        let flags = E::ALL.at(scale).flags;
-        let given = flags
-            .iter()
-            .position(|f| *f == "--runs")
-            .and_then(|i| flags.get(i + 1))
-            .copied()
-            .unwrap_or(E::RUNS);
-        (given.parse().unwrap_or(E::MIN_RUNS), E::MIN_RUNS)
     }
 
     fn prepare(&self, m: &clap::ArgMatches, topo: &Topology) -> Result<Box<dyn Prepared>> {

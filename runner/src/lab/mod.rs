@@ -26,6 +26,7 @@ pub mod rounds;
 pub mod schema;
 pub mod session;
 pub mod shape;
+pub mod spread;
 pub mod stop;
 pub mod topology;
 

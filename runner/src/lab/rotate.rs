@@ -3,10 +3,11 @@
 //! no contender always goes first (after an idle core) or last (after the others warmed
 //! the caches), and contenders measured in the same run saw the same state of the
 //! machine. [`groups`]: the paced experiments' cells, one offered load's contenders
-//! alternated run by run, one load after another.
+//! alternated run by run, one load after another. In `runner all` both spread their
+//! runs over the run's rounds (`lab::rounds`).
 
 use super::error::Result;
-use super::stop;
+use super::{rounds, stop};
 
 /// The order of the `n` contenders in run `run`: `run % n` first, then on around.
 ///
@@ -22,8 +23,31 @@ pub fn order(run: usize, n: usize) -> impl Iterator<Item = usize> {
 
 /// For each of `runs` runs and each of `n` contenders in [`order`]: stops with
 /// `Interrupted` on Ctrl-C, names the step on `bar` (`run 2 <name(i)>`), calls
-/// `measure(run, i)` and advances `bar` by one. Clears `bar` at the end.
+/// `measure(run, i)` and advances `bar` by one. Clears `bar` at the end. In `runner
+/// all` the runs are spread over its rounds (`lab::rounds`).
 pub fn contenders(
+    bar: &indicatif::ProgressBar,
+    runs: usize,
+    n: usize,
+    name: impl Fn(usize) -> String,
+    measure: impl FnMut(usize, usize) -> Result<()>,
+) -> Result<()> {
+    contenders_in(
+        (rounds::count(), &mut rounds::enter),
+        bar,
+        runs,
+        n,
+        name,
+        measure,
+    )
+}
+
+/// How a loop meets the rounds: their number, and what to call before a run of round
+/// k (`lab::rounds::enter`: `false` to measure nothing more).
+type Rounds<'a> = (usize, &'a mut dyn FnMut(usize) -> Result<bool>);
+
+fn contenders_in(
+    (count, enter): Rounds<'_>,
     bar: &indicatif::ProgressBar,
     runs: usize,
     n: usize,
@@ -31,6 +55,9 @@ pub fn contenders(
     mut measure: impl FnMut(usize, usize) -> Result<()>,
 ) -> Result<()> {
     for run in 0..runs {
+        if !enter(rounds::round_of_in(run, runs, count))? {
+            break;
+        }
         for i in order(run, n) {
             stop::check()?;
             bar.set_message(format!("run {} {}", run + 1, name(i)));
@@ -115,8 +142,28 @@ pub fn group_by<C, K: PartialEq>(
 /// its cells in order. Sets `bar`'s length to the steps planned; before each step
 /// stops with `Interrupted` on Ctrl-C and names the step (`label`); after it checks for
 /// Ctrl-C again (a measurement cut short is not kept) and advances `bar`. Clears `bar`
-/// at the end.
+/// at the end. In `runner all` the runs of every group are spread over its rounds
+/// (`lab::rounds`): each round measures its share of every group's runs, the groups in
+/// order, before the next round; alone, one round holds them all.
 pub fn groups<C>(
+    bar: &indicatif::ProgressBar,
+    cells: &mut [C],
+    groups: &[Group],
+    label: impl Fn(&C) -> String,
+    measure: impl FnMut(&mut C, Step) -> Result<()>,
+) -> Result<()> {
+    groups_in(
+        (rounds::count(), &mut rounds::enter),
+        bar,
+        cells,
+        groups,
+        label,
+        measure,
+    )
+}
+
+fn groups_in<C>(
+    (count, enter): Rounds<'_>,
     bar: &indicatif::ProgressBar,
     cells: &mut [C],
     groups: &[Group],
@@ -128,16 +175,22 @@ pub fn groups<C>(
         .map(|g| g.cells.len() * g.runs * g.slices.max(1))
         .sum();
     bar.set_length(steps as u64);
-    for g in groups {
-        let slices = g.slices.max(1);
-        for run in 0..g.runs {
-            for slice in 0..slices {
-                for &i in &g.cells {
-                    stop::check()?;
-                    bar.set_message(label(&cells[i]));
-                    measure(&mut cells[i], Step { run, slice, slices })?;
-                    stop::check()?;
-                    bar.inc(1);
+    for round in 0..count.max(1) {
+        for g in groups {
+            let slices = g.slices.max(1);
+            for run in (0..g.runs).filter(|&r| rounds::round_of_in(r, g.runs, count) == round) {
+                if !enter(round)? {
+                    bar.finish_and_clear();
+                    return Ok(());
+                }
+                for slice in 0..slices {
+                    for &i in &g.cells {
+                        stop::check()?;
+                        bar.set_message(label(&cells[i]));
+                        measure(&mut cells[i], Step { run, slice, slices })?;
+                        stop::check()?;
+                        bar.inc(1);
+                    }
                 }
             }
         }
@@ -295,5 +348,116 @@ mod tests {
         );
         assert!(r.is_err());
         assert_eq!(calls, 3);
+    }
+}
+
+#[cfg(test)]
+mod round_tests {
+    use super::*;
+
+    #[test]
+    fn in_rounds_each_round_measures_its_share_of_every_group_before_the_next() {
+        let bar = indicatif::ProgressBar::hidden();
+        let mut cells = vec![0usize; 3];
+        let plan = [
+            Group {
+                cells: vec![0, 1],
+                runs: 3,
+                slices: 1,
+            },
+            Group {
+                cells: vec![2],
+                runs: 6,
+                slices: 2,
+            },
+        ];
+        let mut seen = Vec::new();
+        let mut entered = Vec::new();
+        let mut enter = |k: usize| {
+            entered.push(k);
+            Ok(true)
+        };
+        groups_in(
+            (3, &mut enter),
+            &bar,
+            &mut cells,
+            &plan,
+            |_| String::new(),
+            |c, step| {
+                *c += 1;
+                seen.push((step.run, step.slice));
+                Ok(())
+            },
+        )
+        .unwrap();
+        // Round 0: run 0 of the first group (two cells), runs 0-1 of the second (two
+        // slices each); round 1: run 1, runs 2-3; round 2: run 2, runs 4-5.
+        assert_eq!(
+            seen,
+            [
+                (0, 0),
+                (0, 0),
+                (0, 0),
+                (0, 1),
+                (1, 0),
+                (1, 1),
+                (1, 0),
+                (1, 0),
+                (2, 0),
+                (2, 1),
+                (3, 0),
+                (3, 1),
+                (2, 0),
+                (2, 0),
+                (4, 0),
+                (4, 1),
+                (5, 0),
+                (5, 1),
+            ]
+        );
+        assert_eq!(cells, [3, 3, 12]);
+        assert_eq!(entered, [0, 0, 0, 1, 1, 1, 2, 2, 2]);
+        // Told to stop at round 1 (runner all asked for the results): round 0 only.
+        let mut cells = vec![0usize; 3];
+        let mut enter = |k: usize| Ok(k < 1);
+        groups_in(
+            (3, &mut enter),
+            &bar,
+            &mut cells,
+            &plan,
+            |_| String::new(),
+            |c, _| {
+                *c += 1;
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(cells, [1, 1, 4]);
+    }
+
+    #[test]
+    fn in_rounds_contenders_enter_the_round_of_each_run() {
+        let bar = indicatif::ProgressBar::hidden();
+        let mut entered = Vec::new();
+        let mut enter = |k: usize| {
+            entered.push(k);
+            Ok(k < 2)
+        };
+        let mut runs = Vec::new();
+        contenders_in(
+            (3, &mut enter),
+            &bar,
+            5,
+            2,
+            |_| String::new(),
+            |run, _| {
+                runs.push(run);
+                Ok(())
+            },
+        )
+        .unwrap();
+        // Five runs over three rounds: 0, 0, 1, 1, 2; round 2 said stop.
+        assert_eq!(entered, [0, 0, 1, 1, 2]);
+        assert_eq!(runs, [0, 0, 1, 1, 2, 2, 3, 3]);
     }
 }

@@ -232,6 +232,9 @@ impl Session {
         if let Some(line) = clock_line(&self.clock, &self.env) {
             report.push_str(&format!("{line}\n"));
         }
+        if let Some(line) = super::rounds::line() {
+            report.push_str(&format!("{line}\n"));
+        }
         if probed {
             report.push('\n');
             report.push_str(&noise_section(self.probes.lines()));
@@ -253,6 +256,9 @@ impl Session {
             .collect();
         json.insert("charts".into(), to_value(&charts)?);
         json.insert("chart_data".into(), out.files.chart_data());
+        if let Some(rounds) = super::rounds::json() {
+            json.insert("rounds".into(), rounds);
+        }
         json.extend(out.json);
         let text = serde_json::to_vec_pretty(&Value::Object(json))?;
         let dir = &self.plan.run.out;

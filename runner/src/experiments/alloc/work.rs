@@ -204,6 +204,57 @@ pub struct Sample {
     /// point (the filling and the final frees left out), in the sweep's order.
     #[serde(default)]
     pub sweep_counters: Vec<SlowPath>,
+    /// handoff-alloc only: ns one read of a thread-local costs beyond one read of a
+    /// plain static, each through a call the compiler may not inline, on the main
+    /// test's core ([`tls_read_ns`]): what finding the thread's heap adds to a call.
+    #[serde(default)]
+    pub tls_ns: Option<f64>,
+}
+
+thread_local! {
+    /// What [`tls_read_ns`] reads: a thread-local as handoff-alloc's heap pointer is one
+    /// (const-initialised, no destructor: one `%fs`-relative load in an executable).
+    static SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
+}
+
+/// The plain static [`tls_read_ns`] reads beside [`SLOT`].
+static PLAIN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+#[inline(never)]
+fn read_slot() -> usize {
+    SLOT.with(std::cell::Cell::get)
+}
+
+#[inline(never)]
+fn read_plain() -> usize {
+    PLAIN.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// ns one thread-local read costs beyond one read of a plain static: 5 alternated
+/// pairs of 2 M calls of each (every call a real call, so the thread-local's address is
+/// found again each time, as every `malloc` and `free` finds its heap), the medians'
+/// difference, never below 0.
+pub fn tls_read_ns(timer: handoff_clock::Timer) -> f64 {
+    const CALLS: usize = 2_000_000;
+    let time = |read: fn() -> usize| {
+        let t0 = timer.now();
+        let mut acc = 0usize;
+        for _ in 0..CALLS {
+            acc = acc.wrapping_add(std::hint::black_box(read)());
+        }
+        std::hint::black_box(acc);
+        timer.ns(timer.now() - t0) / CALLS as f64
+    };
+    let (mut tls, mut plain) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        tls.push(time(read_slot));
+        plain.push(time(read_plain));
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (median(tls) - median(plain)).max(0.0)
 }
 
 /// handoff-alloc's slow-path events over one run of the test, from its statistics.
@@ -408,6 +459,13 @@ fn run<B: Blocks, F: Fn() -> B + Sync>(new: F, spec: &Spec) -> Result<Sample> {
         handoff_per_s: None,
         scaling,
         sweep_counters,
+        tls_ns: if counted {
+            Some(harness::on_core(spec.timer, stop, spec.pins[0], || {
+                tls_read_ns(spec.timer)
+            })?)
+        } else {
+            None
+        },
     })
 }
 

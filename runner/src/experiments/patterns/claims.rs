@@ -493,7 +493,7 @@ pub fn claims(o: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim> {
 /// A relation between two contenders measured in alternated pairs (`first` slower
 /// than `second`), judged with the lab's one rule for ratios on repeats
 /// (`lab::claims::ratio_at_least` on each pair's first / second): holds or fails when
-/// the median and two thirds of the pairs agree, within noise otherwise.
+/// every pair agrees, within noise otherwise.
 fn every_pair(pairs: &[(f64, f64)], rule: &str) -> (Verdict, String) {
     if pairs.is_empty() {
         return (Verdict::NotMeasured, "no kept repeat".into());

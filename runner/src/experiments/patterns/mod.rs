@@ -20,7 +20,7 @@ use crate::lab::pin::Placement;
 use crate::lab::schema::Document;
 use crate::lab::session::Session;
 use crate::lab::topology::Topology;
-use crate::lab::{rotate, stop};
+use crate::lab::{rotate, rounds, stop};
 
 pub use args::{config, Config, PatternsArgs, Settings};
 
@@ -57,9 +57,10 @@ impl Experiment for Patterns {
             flags: &["--scale", "0.3", "--runs", "3", "--noise-seconds", "0.5"],
             seconds: 3,
         },
+        // A warm-up and 12 repeats, spread over the rounds of `runner all`.
         default: AllRun {
-            flags: &[],
-            seconds: 5,
+            flags: &["--runs", "13"],
+            seconds: 40,
         },
         full: AllRun {
             flags: &[],
@@ -104,6 +105,10 @@ impl Experiment for Patterns {
             .map(|&w| (w, work::Outliers::default()))
             .collect();
         for rep in 0..r {
+            // In `runner all`, the repeats are spread over its rounds.
+            if !rounds::enter(rounds::round_of(rep, r))? {
+                break;
+            }
             let keep = rep > 0;
             check()?;
             bar.set_message(format!("repeat {} arena", rep + 1));

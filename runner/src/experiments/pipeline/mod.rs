@@ -29,8 +29,8 @@ use crate::lab::pin::Placement;
 use crate::lab::rotate;
 use crate::lab::schema::Document;
 use crate::lab::session::Session;
-use crate::lab::stop;
 use crate::lab::topology::Topology;
+use crate::lab::{rounds, stop};
 use handoff_clock::Clock;
 use work::{calibrate, run_once, RunSpec};
 
@@ -79,9 +79,11 @@ impl Experiment for Pipeline {
             flags: &["--runs", "2", "--items", "500000", "--noise-seconds", "0.5"],
             seconds: 27,
         },
+        // Nine runs a quarter the size of its own default's, one in each of the
+        // rounds of `runner all`; the sweep once in each (`lab::rounds`).
         default: AllRun {
-            flags: &[],
-            seconds: 72,
+            flags: &["--runs", "9", "--items", "250000"],
+            seconds: 100,
         },
         full: AllRun {
             flags: &[],
@@ -178,7 +180,8 @@ pub fn execute(
         |_| true,
         |c| {
             if c.mode == Mode::Sweep {
-                1
+                // Once, and in `runner all` once in each round.
+                rounds::at_least_one_each(1)
             } else {
                 cfg.run.runs
             }

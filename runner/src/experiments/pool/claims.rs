@@ -52,8 +52,8 @@ fn judge_pairs(pairs: &[&Pair]) -> (String, Option<bool>) {
 /// every repeat runs every contender once, so repeat i of the two ran moments apart,
 /// and each is probed for the placement of the cores. Judged within the nearest
 /// placement holding [`MIN_PAIRS`] pairs (all pairs where no probe ran or none does):
-/// holds or fails when the median ratio and at least two thirds of the pairs agree
-/// (`lab::claims::ratio_at_least`); otherwise within noise.
+/// holds or fails when every pair agrees (`lab::claims::ratio_at_least`); otherwise
+/// within noise.
 fn contended_claim(out: &Outcome, t: usize) -> Claim {
     use Contender::*;
     let of = |c| {
@@ -129,16 +129,16 @@ fn contended_claim(out: &Outcome, t: usize) -> Claim {
         (true, _) => (Verdict::NotMeasured, "the concurrent scenario did not run".to_string()),
         (_, Some(true)) => (
             Verdict::Holds,
-            format!("lock_free faster in the median and in at least two thirds of {scope}"),
+            format!("lock_free faster in every one of {scope}"),
         ),
         (_, Some(false)) => (
             Verdict::Fails,
-            format!("locked faster in the median and in at least two thirds of {scope}"),
+            format!("locked faster in every one of {scope}"),
         ),
         (_, None) => (
             Verdict::WithinNoise,
             format!(
-                "neither faster in two thirds of {scope}: which one wins depends on the moment each repeat caught"
+                "neither faster in every one of {scope}: which one wins depends on the moment each repeat caught"
             ),
         ),
     };
@@ -276,6 +276,58 @@ fn none_vs_malloc(ratios: &[f64], none: f64, malloc: f64) -> [Claim; 2] {
 }
 
 /// Every claim of document 001 this run can speak to.
+/// "NONE adds nothing" (document 001: `SingleThreadedPolicy` "inlines to
+/// byte-identical code"): the single-threaded pool's interleaved loop against a bare,
+/// unsynchronised free list of the same blocks, timed in the same repeat on the same
+/// core (`Sample::bare_ns`). A tie, judged both ways on the repeats' own ratios: holds
+/// when every repeat puts each within [`TIE`] of the other, fails when every repeat
+/// puts one beyond it.
+fn none_adds_nothing(out: &Outcome) -> Claim {
+    let pairs: Vec<(f64, f64)> = out
+        .find(Scenario::Interleaved, Contender::SingleThreaded)
+        .map(|(_, v)| v.iter().filter_map(|s| Some((s.ns, s.bare_ns?))).collect())
+        .unwrap_or_default();
+    let none = median(pairs.iter().map(|p| p.0));
+    let bare = median(pairs.iter().map(|p| p.1));
+    let line = 1.0 / (1.0 + TIE);
+    let verdict = if pairs.is_empty() {
+        (
+            Verdict::NotMeasured,
+            "no interleaved NONE repeat".to_string(),
+        )
+    } else {
+        all_hold(&[
+            ratio_at_least(
+                &pairs.iter().map(|(n, b)| b / n).collect::<Vec<_>>(),
+                line,
+                "NONE at most 10% slower than the bare list: bare / NONE",
+            ),
+            ratio_at_least(
+                &pairs.iter().map(|(n, b)| n / b).collect::<Vec<_>>(),
+                line,
+                "the bare list at most 10% slower than NONE: NONE / bare",
+            ),
+        ])
+    };
+    Claim::new(
+        "none-adds-nothing",
+        "NONE adds nothing: the single-threaded policy costs what the pool without a policy did (it inlines to byte-identical code)",
+        "byte-identical code; interleaved about 9 ns/op, the pre-policy figure",
+        format!(
+            "interleaved: NONE {} ns/op, a bare unsynchronised free list {} ns/op ({:.2}x; medians of {} repeats, both in each)",
+            f(none),
+            f(bare),
+            none / bare,
+            pairs.len()
+        ),
+        verdict,
+    )
+    .at("\"NONE is the fast path\"; conclusions: \"NONE adds nothing\"")
+}
+
+/// How far apart two costs may be and still be the same cost (`none-adds-nothing`).
+const TIE: f64 = 0.10;
+
 pub(super) fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
     use Contender::*;
     use Scenario::*;
@@ -394,69 +446,9 @@ pub(super) fn claims(out: &Outcome, cfg: &Config) -> Vec<Claim> {
         )
         .at("conclusions: \"per-thread caches are the documented next step\" (project target)"),
     ]);
-    v.extend(best_allocator_claims(out));
+    v.push(none_adds_nothing(out));
+    v.extend(super::targets::best_allocator_claims(out));
     v
-}
-
-/// Project targets the document does not set: the pools against the best general
-/// allocators, each a `Box` on it in a child process, on the runs' own ratios.
-fn best_allocator_claims(out: &Outcome) -> Vec<Claim> {
-    use Contender::*;
-    use Scenario::*;
-    let times = |target: f64| {
-        if target == 1.0 {
-            "at least as fast as".to_string()
-        } else {
-            format!("at least {target}x as fast as")
-        }
-    };
-    // (the pool, its scenario, how the claim names it and the scenario, where the claim
-    // stands, what the document has)
-    let none = (
-        SingleThreaded,
-        Interleaved,
-        "NONE is",
-        "(interleaved, one thread)",
-        "second table, NONE row, beside the best general allocators (project target)",
-        "not measured (the document's malloc is the C library's)",
-    );
-    let cached = (
-        ThreadCached,
-        Concurrent,
-        "Per-thread caches are",
-        "under contention",
-        "second table, per-thread caches, beside the best general allocators (project target)",
-        "not measured (deferred to ADR-0020 §4)",
-    );
-    let claim = |id: &'static str,
-                 of: (Contender, Scenario, &str, &str, &'static str, &str),
-                 other: Contender,
-                 target: f64| {
-        let (pool, scenario, who, when, row, document) = of;
-        let (p, x) = (out.ns(scenario, pool), out.ns(scenario, other));
-        Claim::new(
-            id,
-            format!(
-                "{who} {} a Box on {} {when}; project target",
-                times(target),
-                other.doc_name()
-            ),
-            document,
-            format!("{:.2}x ({} vs {} ns/op)", x / p, f(p), f(x)),
-            ratio_at_least(
-                &out.paired(scenario, other, pool, false),
-                target,
-                &format!("{} / {}, {}", other.name(), pool.name(), scenario.name()),
-            ),
-        )
-        .at(row)
-    };
-    vec![
-        claim("none-vs-mimalloc", none, Mimalloc, 2.0),
-        claim("none-vs-handoff-alloc", none, HandoffAlloc, 1.0),
-        claim("thread-cached-vs-mimalloc", cached, Mimalloc, 1.5),
-        claim("thread-cached-vs-handoff-alloc", cached, HandoffAlloc, 1.0),
-    ]
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ fn bulk(rows: &[(Contender, [f64; 5], [f64; 5])]) -> Outcome {
                     free_ns: Some(free),
                     contended_per_op: None,
                     around_ns: None,
+                    bare_ns: None,
                 })
                 .collect()
         })
@@ -92,6 +93,7 @@ fn cells(scenario: Scenario, rows: &[(Contender, [f64; 5])]) -> (Vec<Cell>, Vec<
                     free_ns: None,
                     contended_per_op: None,
                     around_ns: None,
+                    bare_ns: None,
                 })
                 .collect()
         })
@@ -122,7 +124,7 @@ fn the_best_allocator_targets_are_judged_on_the_repeats_ratios() {
         c.extend(c2);
         s.extend(s2);
         let out = Outcome::new(c, s, Classes::default(), 0);
-        best_allocator_claims(&out)
+        crate::experiments::pool::targets::best_allocator_claims(&out)
             .into_iter()
             .map(|c| (c.id, c.verdict))
             .collect::<Vec<_>>()
@@ -150,4 +152,43 @@ fn none_against_malloc_is_judged_as_the_documents_figure_and_as_our_target() {
     assert_eq!(target.verdict, Verdict::Holds);
     let [figure, _] = none_vs_malloc(&[5.1, 4.9, 5.2, 5.0, 4.95], 2.0, 10.0);
     assert_eq!(figure.verdict, Verdict::Reproduced);
+}
+
+#[test]
+fn none_adds_nothing_is_a_tie_judged_both_ways_on_each_repeat() {
+    let judged = |none: [f64; 5], bare: [f64; 5]| {
+        let (cells, mut samples) =
+            cells(Scenario::Interleaved, &[(Contender::SingleThreaded, none)]);
+        for (s, b) in samples[0].iter_mut().zip(bare) {
+            s.bare_ns = Some(b);
+        }
+        none_adds_nothing(&Outcome::new(cells, samples, Classes::default(), 0)).verdict
+    };
+    // Within 10% of each other in every repeat, either way round: holds.
+    assert_eq!(
+        judged([1.0, 1.05, 0.98, 1.02, 1.0], [1.0; 5]),
+        Verdict::Holds
+    );
+    // The pool 1.9x the bare list in every repeat: fails (a one-sided rule that
+    // asked only "NONE no slower" would say the same; one asking only "no faster"
+    // would have said holds).
+    assert_eq!(judged([1.9; 5], [1.0; 5]), Verdict::Fails);
+    // The pool far faster than the list: fails too (a tie is two-sided).
+    assert_eq!(judged([0.5; 5], [1.0; 5]), Verdict::Fails);
+    // Two repeats of five beyond the band's edge: within noise; one is a lone
+    // outlier that the other four outvote.
+    assert_eq!(
+        judged([1.0, 1.3, 1.3, 1.0, 1.0], [1.0; 5]),
+        Verdict::WithinNoise
+    );
+    assert_eq!(judged([1.0, 1.3, 1.0, 1.0, 1.0], [1.0; 5]), Verdict::Holds);
+    // No bare list measured (an older file): not measured.
+    let (c, s) = cells(
+        Scenario::Interleaved,
+        &[(Contender::SingleThreaded, [1.0; 5])],
+    );
+    assert_eq!(
+        none_adds_nothing(&Outcome::new(c, s, Classes::default(), 0)).verdict,
+        Verdict::NotMeasured
+    );
 }

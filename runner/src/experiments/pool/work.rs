@@ -192,6 +192,13 @@ pub struct Sample {
     /// of the cores.
     #[serde(default)]
     pub around_ns: Option<(f64, f64)>,
+    /// Interleaved `single_threaded` only: ns per allocate + release of a bare,
+    /// unsynchronised free list of the same blocks (a `Vec` of slots and a stack of
+    /// free indices, no policy), timed on the same core just before and just after
+    /// the pool in the same repeat: what document 001's "NONE adds nothing" is judged
+    /// against.
+    #[serde(default)]
+    pub bare_ns: Option<f64>,
 }
 
 /// Slots of a pool for the interleaved and concurrent loops: far more than is live,
@@ -260,6 +267,23 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
                 free_ns: Some(to_ns(f, n)),
                 contended_per_op: None,
                 around_ns: None,
+                bare_ns: None,
+            })
+        }
+        Scenario::Interleaved if cell.contender == Contender::SingleThreaded => {
+            // NONE beside a bare free list in the same repeat, on the same core: the
+            // list once before and once after, so that neither order is favoured.
+            let (before, t, after) = one(timer, stop::flag(), cpu, move || {
+                let before = interleaved_bare(timer, n);
+                let t = interleaved::<SingleThreaded>(timer, n);
+                (before, t, interleaved_bare(timer, n))
+            })?;
+            Ok(Sample {
+                ns: to_ns(t, n),
+                free_ns: None,
+                contended_per_op: None,
+                around_ns: None,
+                bare_ns: Some(to_ns(before + after, 2 * n)),
             })
         }
         Scenario::Interleaved => {
@@ -277,6 +301,7 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
                 free_ns: None,
                 contended_per_op: None,
                 around_ns: None,
+                bare_ns: None,
             })
         }
         Scenario::Concurrent => {
@@ -307,6 +332,7 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
                 free_ns: None,
                 contended_per_op: contended.map(|c| c as f64 / (n * t) as f64),
                 around_ns: None,
+                bare_ns: None,
             })
         }
     }
@@ -369,12 +395,52 @@ fn interleaved_loop<P: Policy>(pool: &Pool<Block, P>, n: usize) {
     }
 }
 
+/// Chunks a one-thread interleaved loop is timed in ([`chunked`]).
+const CHUNKS: usize = 8;
+
+/// Times `n` iterations of `run` (called with a count) in [`CHUNKS`] chunks and returns
+/// the median chunk's ticks per iteration times `n`: a host pause (0.3-4 ms, several a
+/// second here, against a loop of 1-15 ms) lengthens the chunk it falls in, not the
+/// median.
+fn chunked(timer: Timer, n: usize, mut run: impl FnMut(usize)) -> u64 {
+    let per = (n / CHUNKS).max(1);
+    let mut each = Vec::with_capacity(CHUNKS + 1);
+    let mut done = 0;
+    while done < n {
+        let m = per.min(n - done);
+        let t0 = timer.now();
+        run(m);
+        each.push((timer.now() - t0) as f64 / m as f64);
+        done += m;
+    }
+    each.sort_by(f64::total_cmp);
+    (each[each.len() / 2] * n as f64).round() as u64
+}
+
 fn interleaved<P: Policy>(timer: Timer, n: usize) -> u64 {
     let pool =
         Pool::<Block, P>::new(Capacity::Fixed(loop_slots(1))).unwrap_or_else(|e| panic!("{e}"));
-    let t0 = timer.now();
-    interleaved_loop(&pool, n);
-    timer.now() - t0
+    chunked(timer, n, |m| interleaved_loop(&pool, m))
+}
+
+/// The interleaved loop on a bare free list: `loop_slots(1)` blocks in a `Vec`, the
+/// free ones' indices on a stack; allocating pops an index and writes the block,
+/// releasing pushes the index back. No policy, no handle, no synchronisation. Timed as
+/// the pools' loops are ([`chunked`]).
+fn interleaved_bare(timer: Timer, n: usize) -> u64 {
+    let slots_n = loop_slots(1);
+    let mut slots: Vec<Block> = (0..slots_n as u64).map(Block::new).collect();
+    let mut free: Vec<usize> = (0..slots_n).rev().collect();
+    let t = chunked(timer, n, |m| {
+        for i in 0..m as u64 {
+            let Some(k) = free.pop() else { exhausted() };
+            slots[k] = Block::new(i);
+            black_box(&slots[k].first);
+            free.push(k);
+        }
+    });
+    black_box(&slots);
+    t
 }
 
 #[inline(always)]
@@ -386,9 +452,7 @@ fn malloc_loop(n: usize) {
 }
 
 fn interleaved_malloc(timer: Timer, n: usize) -> u64 {
-    let t0 = timer.now();
-    malloc_loop(n);
-    timer.now() - t0
+    chunked(timer, n, malloc_loop)
 }
 
 /// The concurrent loop on one pool shared by `threads` threads: the wall time, and the

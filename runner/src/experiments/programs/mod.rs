@@ -20,8 +20,8 @@ use crate::lab::flags;
 use crate::lab::pin::Placement;
 use crate::lab::schema::Document;
 use crate::lab::session::Session;
-use crate::lab::stop;
 use crate::lab::topology::Topology;
+use crate::lab::{rounds, stop};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
@@ -85,9 +85,11 @@ impl Experiment for Programs {
             flags: &["--runs", "2", "--scale", "0.3", "--noise-seconds", "0.2"],
             seconds: 25,
         },
+        // Six runs at a third of the programs' default work, spread over the rounds
+        // of `runner all`.
         default: AllRun {
-            flags: &[],
-            seconds: 200,
+            flags: &["--runs", "6", "--scale", "0.33"],
+            seconds: 150,
         },
         full: AllRun {
             flags: &["--runs", "9", "--scale", "2"],
@@ -178,6 +180,10 @@ impl Experiment for Programs {
         let bar = session.progress((cfg.run.runs * runnable * usable.len()) as u64)?;
         let mut samples = report::Samples::new();
         for run in 0..cfg.run.runs {
+            // In `runner all`, the runs are spread over its rounds.
+            if !rounds::enter(rounds::round_of(run, cfg.run.runs))? {
+                break;
+            }
             for (program, exes) in &programs {
                 let Ok(exes) = exes else { continue };
                 for k in 0..usable.len() {
