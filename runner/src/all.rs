@@ -478,6 +478,7 @@ impl Child {
             .args(argv)
             .env(FAILURE_FILE_ENV, &why_file)
             .env(rounds::ROUNDS_ENV, plan.rounds.to_string())
+            .env(rounds::PARENT_ENV, std::process::id().to_string())
             .stdin(std::process::Stdio::piped())
             // A process group of its own (its launchers and child processes in it too):
             // a Ctrl-C at a terminal reaches this process only, which passes it on once.

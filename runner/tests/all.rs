@@ -209,23 +209,30 @@ fn an_experiment_that_fails_in_a_round_is_named_and_the_others_take_every_round(
         err.contains("runner pool (round 1): failed on purpose"),
         "{err}"
     );
-    // Every experiment paused once, between its two rounds (the pool failed instead).
+    // At --smoke the pool and the patterns have two runs, one in each round, and the
+    // pipeline's sweep runs once in each; the others have one run, measured in the first
+    // round. The pipeline and the patterns paused once, between their two rounds; the
+    // pool failed there instead.
     assert_eq!(
         stdout.matches("round 1 of 2 done: paused").count(),
-        5,
+        2,
         "{stdout}"
     );
     let folder = out.join(this_machine_tag(&Topology::read()));
     assert!(!folder.join("pool.json").exists());
-    for name in ["queue", "pipeline", "patterns", "alloc", "programs"] {
+    for (name, measured) in [
+        ("queue", 1),
+        ("pipeline", 2),
+        ("patterns", 2),
+        ("alloc", 1),
+        ("programs", 1),
+    ] {
         let v = read_json(&folder, &format!("{name}.json"), &err);
         assert_eq!(
             v["rounds"],
-            serde_json::json!({"count": 2, "measured": 2, "cut_short": false}),
+            serde_json::json!({"count": 2, "measured": measured, "cut_short": false}),
             "{name}"
         );
-        // Its runs were shared out between the two rounds: twice its smoke runs.
-        assert!(v["config"]["runs"].as_u64().unwrap() >= 2, "{name}");
     }
     // No staging folder, and no per-round files.
     let names: Vec<String> = std::fs::read_dir(&folder)
@@ -254,14 +261,15 @@ fn ctrl_c_in_a_later_round_keeps_the_rounds_the_paused_experiments_measured() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The line before the pipeline's second round: the queue has finished both of its
-    // rounds, the four after the pipeline are paused after their first.
+    // The line before the pool's second round: the experiments with one run at --smoke
+    // (queue, alloc, programs) finished in the first round, the pipeline in the second
+    // (its sweep runs in each), the patterns is paused after its first.
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut seen = Vec::new();
     loop {
         let mut line = String::new();
         assert!(stdout.read_line(&mut line).unwrap() > 0, "{seen:?}");
-        let next = line.starts_with("[8/12]");
+        let next = line.starts_with("[9/12]");
         seen.push(line);
         if next {
             break;
@@ -283,31 +291,28 @@ fn ctrl_c_in_a_later_round_keeps_the_rounds_the_paused_experiments_measured() {
     assert_eq!(o.status.code(), Some(130), "{seen:?}\n{rest}\n{err}");
     assert!(!err.contains("panicked"), "{err}");
     let folder = out.join(this_machine_tag(&Topology::read()));
-    let queue = read_json(&folder, "queue.json", &err);
-    assert_eq!(queue["rounds"]["measured"], 2, "{}", queue["rounds"]);
-    assert_eq!(queue["rounds"]["cut_short"], false);
-    // The paused ones judged their first round and said so.
-    for name in ["pool", "patterns", "alloc", "programs"] {
+    for (name, measured) in [("queue", 1), ("pipeline", 2), ("alloc", 1), ("programs", 1)] {
         let v = read_json(&folder, &format!("{name}.json"), &err);
-        assert_eq!(
-            v["rounds"],
-            serde_json::json!({"count": 2, "measured": 1, "cut_short": true}),
-            "{name}\n{rest}"
-        );
-        assert!(!v["claims"].as_array().unwrap().is_empty(), "{name}");
+        assert_eq!(v["rounds"]["measured"], measured, "{name}: {}", v["rounds"]);
+        assert_eq!(v["rounds"]["cut_short"], false, "{name}");
     }
-    assert!(
-        rest.contains("runner pool: writing the results of the rounds it measured"),
+    // The paused one judged its first round and said so.
+    let v = read_json(&folder, "patterns.json", &err);
+    assert_eq!(
+        v["rounds"],
+        serde_json::json!({"count": 2, "measured": 1, "cut_short": true}),
         "{rest}"
     );
-    // The pipeline was in flight: interrupted, it wrote nothing (unless it had just
+    assert!(!v["claims"].as_array().unwrap().is_empty());
+    assert!(
+        rest.contains("runner patterns: writing the results of the rounds it measured"),
+        "{rest}"
+    );
+    // The pool was in flight: interrupted, it wrote nothing (unless it had just
     // finished its last round).
-    if !folder.join("pipeline.json").exists() {
+    if !folder.join("pool.json").exists() {
         let inc = read_json(&folder, "incomplete.json", &err);
-        assert_eq!(
-            inc["failed"][0]["experiment"], "pipeline (round 2)",
-            "{inc}"
-        );
+        assert_eq!(inc["failed"][0]["experiment"], "pool (round 2)", "{inc}");
     }
     // No experiment's process is left behind, stopped or not.
     let ps = Command::new("ps")
@@ -317,4 +322,53 @@ fn ctrl_c_in_a_later_round_keeps_the_rounds_the_paused_experiments_measured() {
     let ps = String::from_utf8_lossy(&ps.stdout);
     let out_arg = out.to_string_lossy();
     assert!(!ps.lines().any(|l| l.contains(out_arg.as_ref())), "{ps}");
+}
+
+#[test]
+#[cfg_attr(
+    handoff_global_alloc,
+    ignore = "runner all's process handling does not depend on the allocator under it"
+)]
+fn no_experiment_outlives_runner_all_stopped_when_runner_all_is_killed() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["all", "--smoke", "--rounds", "3", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The pool's first round is under way: the queue and the pipeline have paused.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "{seen:?}");
+        let pool = line.starts_with("[3/18]");
+        seen.push(line);
+        if pool {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdout);
+    // Every experiment's process ends: the paused ones die with runner all, the one in
+    // flight at its next pause. None is left stopped.
+    let out_arg = out.to_string_lossy().into_owned();
+    let left = || {
+        let ps = Command::new("ps").args(["-eo", "stat,args"]).output().unwrap();
+        String::from_utf8_lossy(&ps.stdout)
+            .lines()
+            .filter(|l| l.contains(&out_arg))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !left().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(left().is_empty(), "{:?}", left());
 }

@@ -140,6 +140,13 @@ pub fn enter(round: usize) -> Result<bool> {
         let done = current() + 1;
         // A failure asked for by a test, at the end of the round it names.
         crate::all::failure_asked_in_round(done)?;
+        if !parent_alive() {
+            // `runner all` is gone: nothing would let this process go on, and a
+            // stopped process whose parent is gone is never woken (the kernel hangs up
+            // an orphaned group only if it was stopped when it lost its parent).
+            FINISHING.store(true, Ordering::Relaxed);
+            return Ok(false);
+        }
         println!(
             "\nround {done} of {} done: paused until the other experiments' round {done} is over",
             count()
@@ -159,6 +166,22 @@ pub fn enter(round: usize) -> Result<bool> {
         println!("round {} of {}", done + 1, count());
     }
     Ok(true)
+}
+
+/// The environment variable with which `runner all` gives an experiment's process its
+/// own process id, so that the process can tell whether `runner all` is still there
+/// before it pauses.
+pub const PARENT_ENV: &str = "HANDOFF_ALL_PARENT";
+
+/// Whether `runner all` is still this process's parent; from the first call on, its
+/// death kills this process (`PR_SET_PDEATHSIG`), so that a paused experiment never
+/// outlives it stopped.
+fn parent_alive() -> bool {
+    let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
+    let parent = std::env::var(PARENT_ENV)
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok());
+    parent == Some(nix::unistd::getppid().as_raw())
 }
 
 /// The results' `rounds` field of a process that ran in rounds (`None` outside

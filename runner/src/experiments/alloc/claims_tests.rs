@@ -65,7 +65,7 @@ fn faster_than_every_allocator_is_judged_on_the_repeats_own_ratios() {
         judged(&o, "faster_than_every_general_allocator").verdict,
         Verdict::WithinNoise
     );
-    // Every repeat below, median 1.38x: fails; 3 of 5 below and two at 1.75x and 1.81x:
+    // Every repeat below, median 1.38x: fails; 4 of 5 below and one at 1.81x:
     // within noise; every repeat at 1.59x or more: holds.
     let jem = |a, b| [23.9, 23.9, 23.8, a, b];
     let verdict = |j| {
@@ -80,7 +80,7 @@ fn faster_than_every_allocator_is_judged_on_the_repeats_own_ratios() {
         .verdict
     };
     assert_eq!(verdict(jem(21.0, 21.0)), Verdict::Fails);
-    assert_eq!(verdict(jem(31.0, 24.5)), Verdict::WithinNoise);
+    assert_eq!(verdict(jem(26.9, 24.5)), Verdict::WithinNoise);
     let o = outcome(&[
         (Contender::Handoff, h),
         (Contender::Jemalloc, [26.0, 26.0, 25.9, 29.5, 22.8]),
