@@ -359,7 +359,10 @@ fn no_experiment_outlives_runner_all_stopped_when_runner_all_is_killed() {
     // flight at its next pause. None is left stopped.
     let out_arg = out.to_string_lossy().into_owned();
     let left = || {
-        let ps = Command::new("ps").args(["-eo", "stat,args"]).output().unwrap();
+        let ps = Command::new("ps")
+            .args(["-eo", "stat,args"])
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&ps.stdout)
             .lines()
             .filter(|l| l.contains(&out_arg))

@@ -205,7 +205,10 @@ pub fn near_runs(ours: f64, runs: &[f64], doc: f64) -> (Verdict, String) {
             ),
         )
     } else {
-        (verdict, format!("{reason}; {agree} of {n} runs{spread} agree"))
+        (
+            verdict,
+            format!("{reason}; {agree} of {n} runs{spread} agree"),
+        )
     }
 }
 

@@ -222,8 +222,8 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 .at("Headline: tail latency at 1 MHz offered load (CCDF); Boost comparison"),
             );
         }
-        // The merged histograms (5 x 1M by default, as in the document) decide; the
-        // per-run ratios (run r of every variant ran back to back) show the spread.
+        // The merged histograms (5 x 1M by default, as in the document) and the per-run
+        // p99 ratios (run r of every variant ran back to back) must agree.
         let headline: Vec<&Cell> = out.of(Mode::Headline).collect();
         let rings = tail_comparators(&headline);
         // The rings' worst stalled share sets the quantile (`tail_quantile`).
@@ -235,19 +235,18 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 continue;
             };
             let ratio = p(c, q) / p(worst, q).max(1.0);
-            let per_run: Vec<String> = (0..c.runs.len())
+            let runs_x: Vec<f64> = (0..c.runs.len())
                 .filter_map(|r| {
                     let w = rings
                         .iter()
                         .filter_map(|l| l.runs.get(r).map(|x| x.p99_ns))
                         .max()?;
-                    let x = c.runs[r].p99_ns as f64 / w.max(1) as f64;
-                    Some(if x < 10.0 {
-                        format!("{x:.1}x")
-                    } else {
-                        format!("{x:.0}x")
-                    })
+                    Some(c.runs[r].p99_ns as f64 / w.max(1) as f64)
                 })
+                .collect();
+            let per_run: Vec<String> = runs_x
+                .iter()
+                .map(|x| format!("{x:.prec$}x", prec = usize::from(*x < 10.0)))
                 .collect();
             let names: Vec<&str> = rings.iter().map(|r| r.variant.name()).collect();
             let qn = pct(q);
@@ -270,7 +269,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                     100.0 * stalled,
                     per_run.join(" ")
                 ) + &floor_text(0.99, "p99"),
-                mutex_tail_verdict(p(c, q), p(worst, q), q)).at("Headline: tail latency at 1 MHz offered load (CCDF); Takeaway"));
+                mutex_tail_verdict(p(c, q), p(worst, q), q, if q < 0.99 { &[] } else { &runs_x })).at("Headline: tail latency at 1 MHz offered load (CCDF); Takeaway"));
         }
         // Little's law on the mean: a 4 ms host pause at 1 MHz queues 4000 items, so
         // a few such pauses set the ring's mean (2.5 items in one run, 0.9 in the
