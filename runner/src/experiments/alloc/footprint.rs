@@ -38,10 +38,14 @@ fn footprint(mut alloc: impl FnMut(usize) -> *mut u8, size: usize) -> Option<f64
     Some((pages.len() * PAGE) as f64 / (n * size) as f64)
 }
 
+/// One take's footprint at every size of [`SIZES`]: (size, ratio), `None` where the take
+/// could not be built or refused a block.
+pub type Footprints = Vec<(usize, Option<f64>)>;
+
 /// Each take's footprint at every size of [`SIZES`]: (name, [(size, ratio)]). The blocks
 /// are never freed: each size gets a fresh take, dropped (its reservation unmapped)
 /// after it.
-pub fn per_class() -> Vec<(&'static str, Vec<(usize, Option<f64>)>)> {
+pub fn per_class() -> Vec<(&'static str, Footprints)> {
     let of = |each: &dyn Fn(usize) -> Option<f64>| SIZES.iter().map(|&s| (s, each(s))).collect();
     vec![
         (
