@@ -338,6 +338,9 @@ pub fn measure(cell: &Cell, cfg: &Config, timer: Timer) -> Result<Sample> {
     }
 }
 
+/// The bulk scenario on one pool: every allocation, then every release, each pass timed
+/// in chunks ([`chunked`]) so that a host pause inside a pass of a few milliseconds
+/// moves one chunk, not the repeat.
 fn bulk<P: Policy>(timer: Timer, n: usize) -> (u64, u64) {
     let pool = Pool::<Block, P>::new(Capacity::Fixed(n)).unwrap_or_else(|e| panic!("{e}"));
     let mut held = Vec::with_capacity(n);
@@ -354,33 +357,46 @@ fn bulk<P: Policy>(timer: Timer, n: usize) -> (u64, u64) {
         // Always `Ok`: every handle is this pool's.
         let _ = pool.free(r);
     }
-    let t0 = timer.now();
-    for i in 0..n as u64 {
-        match pool.try_alloc_raw(Block::new(i)) {
-            Ok(r) => held.push(r),
-            Err(_) => exhausted(),
+    let mut i = 0u64;
+    let a = chunked(timer, n, |m| {
+        for _ in 0..m {
+            match pool.try_alloc_raw(Block::new(i)) {
+                Ok(r) => held.push(r),
+                Err(_) => exhausted(),
+            }
+            i += 1;
         }
-    }
-    let t1 = timer.now();
-    for r in held.drain(..) {
-        // Always `Ok`: every handle is this pool's.
-        let _ = pool.free(r);
-    }
-    let t2 = timer.now();
-    (t1 - t0, t2 - t1)
+    });
+    // Released in the order they were taken, as one pass over `held` would.
+    let mut taken = held.drain(..);
+    let f = chunked(timer, n, |m| {
+        for r in taken.by_ref().take(m) {
+            // Always `Ok`: every handle is this pool's.
+            let _ = pool.free(r);
+        }
+    });
+    (a, f)
 }
 
+/// The bulk scenario on the global allocator, timed as [`bulk`] is.
 fn bulk_malloc(timer: Timer, n: usize) -> (u64, u64) {
     let mut held = Vec::with_capacity(n);
-    let t0 = timer.now();
-    for i in 0..n as u64 {
-        held.push(Box::new(Block::new(i)));
-    }
-    let t1 = timer.now();
-    held.clear();
-    let t2 = timer.now();
+    let mut i = 0u64;
+    let a = chunked(timer, n, |m| {
+        for _ in 0..m {
+            held.push(Box::new(Block::new(i)));
+            i += 1;
+        }
+    });
+    let mut taken = held.drain(..);
+    let f = chunked(timer, n, |m| {
+        for b in taken.by_ref().take(m) {
+            drop(black_box(b));
+        }
+    });
+    drop(taken);
     black_box(&held);
-    (t1 - t0, t2 - t1)
+    (a, f)
 }
 
 #[inline(always)]
@@ -395,7 +411,7 @@ fn interleaved_loop<P: Policy>(pool: &Pool<Block, P>, n: usize) {
     }
 }
 
-/// Chunks a one-thread interleaved loop is timed in ([`chunked`]).
+/// Chunks a one-thread loop or bulk pass is timed in ([`chunked`]).
 const CHUNKS: usize = 8;
 
 /// Times `n` iterations of `run` (called with a count) in [`CHUNKS`] chunks and returns
