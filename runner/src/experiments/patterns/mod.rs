@@ -8,7 +8,9 @@
 mod args;
 mod claims;
 mod fragment;
+mod lessons;
 mod once;
+mod outliers;
 mod report;
 mod sharing;
 mod tables;
