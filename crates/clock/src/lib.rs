@@ -605,12 +605,14 @@ impl Clock {
         }
     }
 
-    /// The clock's quantum, in ns: the greatest common divisor of the nonzero
-    /// differences between back-to-back [`start`](Self::start) reads (100 000 of
-    /// them) that each make up at least 1% of the differences ([`quantum`]). An AMD
-    /// EPYC guest's TSC advances 26 ticks (10 ns) at a time, and back-to-back reads
-    /// differ by 26 or 52 ticks: the median of the differences read 10 ns in one run and
-    /// 20 ns in the next, and verdicts that compare against the step moved with it.
+    /// The clock's quantum, in ns, from the nonzero differences between back-to-back
+    /// [`start`](Self::start) reads (100 000 of them; [`quantum`]). An AMD EPYC guest's
+    /// TSC advances 10 ns at a time: 26 ticks on one at 2.6 GHz, whose back-to-back
+    /// reads differ by 26 or 52 ticks (the median of the differences read 10 ns in one
+    /// run and 20 ns in the next, and verdicts that compare against the step moved with
+    /// it), and 24.45 ticks on one at 2.4454 GHz, whose reads differ by 48 or 49 and 73
+    /// or 74 (a greatest common divisor of one tick, 0.41 ns, while its latencies come
+    /// 10 ns apart).
     fn step_ns(&self) -> f64 {
         const READS: usize = 100_000;
         let mut last = self.start();
@@ -622,7 +624,7 @@ impl Clock {
             }
             last = t;
         }
-        quantum(&mut steps).map_or(0.0, |q| self.ticks_to_ns_f64(q))
+        quantum(&mut steps).map_or(0.0, |q| q * self.ns_per_tick)
     }
 
     /// Median over 9 batches of the cost of one call of `read`, timed with this clock.
@@ -670,33 +672,92 @@ fn tsc_window(window: Duration) -> f64 {
     (t1 - t0) / m1.duration_since(m0).as_secs_f64()
 }
 
-/// The quantum of a counter from the nonzero differences between back-to-back reads:
-/// the greatest common divisor of the differences that make up at least 1% of them
-/// (rarer ones, a read interrupted or a migration, are left out); the smallest
-/// difference where none is that common. `None` for no differences.
+/// The quantum of a counter, in ticks, from the nonzero differences between back-to-back
+/// reads. Only the differences that make up at least 1% of them count (rarer ones, a
+/// read interrupted or a migration, are left out); the smallest difference where none
+/// is that common. `None` for no differences.
+///
+/// A counter that advances a whole number of ticks at a time gives differences that are
+/// multiples of it: the quantum is their greatest common divisor. A counter scaled from a
+/// slower one advances a fraction of ticks on average (an AMD EPYC guest whose TSC runs
+/// at 2.4454 GHz advances 10 ns, 24.45 ticks, at a time: by 24 or 25), and its
+/// differences come in pairs of neighbouring values around each multiple (48 and 49, 73
+/// and 74), whose greatest common divisor is 1. So where the common divisor is one
+/// tick, neighbouring values are merged into groups, each group read as its weighted
+/// mean, and the quantum is the largest step of at least eight ticks that every group's
+/// mean lies within half a tick of a multiple of (tried as the smallest group's mean
+/// over 1, 2, 3, ...). A counter that counts every tick spreads its differences over
+/// many neighbouring values: one group, or groups no such step fits, and the quantum is
+/// one tick. (Below eight ticks, about 3 ns at 2.4 GHz, almost any set of groups fits
+/// some step within half a tick, and a step that small decides no comparison here.)
 ///
 /// ```
 /// // A TSC that advances 26 ticks at a time, read every 26 or 52 ticks.
 /// let mut d: Vec<u64> = [26, 52, 52, 26, 52, 78].repeat(100);
 /// d.push(31); // one odd difference
-/// assert_eq!(handoff_clock::quantum(&mut d), Some(26));
+/// assert_eq!(handoff_clock::quantum(&mut d), Some(26.0));
+/// // One that advances 24.45 ticks at a time (by 24 or 25), read every one or two steps.
+/// let mut d: Vec<u64> = [24, 25, 24, 25, 49, 24, 25, 49].repeat(100);
+/// let q = handoff_clock::quantum(&mut d).unwrap();
+/// assert!((q - 24.5).abs() < 0.1, "{q}");
+/// // One that counts every tick, read every 55 to 58 ticks.
+/// let mut d: Vec<u64> = [55, 56, 57, 56, 58, 55].repeat(100);
+/// assert_eq!(handoff_clock::quantum(&mut d), Some(1.0));
 /// assert_eq!(handoff_clock::quantum(&mut []), None);
 /// ```
-pub fn quantum(diffs: &mut [u64]) -> Option<u64> {
+pub fn quantum(diffs: &mut [u64]) -> Option<f64> {
     diffs.sort_unstable();
     let n = diffs.len();
     let smallest = *diffs.first()?;
-    let mut g = 0u64;
+    // (value, count) of the differences that make up at least 1% of them.
+    let mut common: Vec<(u64, usize)> = Vec::new();
     let mut i = 0;
     while i < n {
         let v = diffs[i];
         let run = diffs[i..].iter().take_while(|&&x| x == v).count();
         if run * 100 >= n {
-            g = gcd(g, v);
+            common.push((v, run));
         }
         i += run;
     }
-    Some(if g == 0 { smallest } else { g })
+    let g = common.iter().fold(0, |g, &(v, _)| gcd(g, v));
+    if g == 0 {
+        return Some(smallest as f64);
+    }
+    if g > 1 {
+        return Some(g as f64);
+    }
+    // Neighbouring values into groups: (weighted mean, how many values).
+    let mut groups: Vec<(f64, usize)> = Vec::new();
+    let mut k = 0;
+    while k < common.len() {
+        let mut end = k + 1;
+        while end < common.len() && common[end].0 == common[end - 1].0 + 1 {
+            end += 1;
+        }
+        let part = &common[k..end];
+        let count: usize = part.iter().map(|&(_, c)| c).sum();
+        let mean = part.iter().map(|&(v, c)| v as f64 * c as f64).sum::<f64>() / count as f64;
+        groups.push((mean, end - k));
+        k = end;
+    }
+    // Two groups at least, each of at most two neighbouring values: a step, if one fits.
+    if groups.len() >= 2 && groups.iter().all(|&(_, w)| w <= 2) {
+        let first = groups[0].0;
+        for m in 1.. {
+            let q = first / m as f64;
+            if q < 8.0 {
+                break;
+            }
+            let fits = groups
+                .iter()
+                .all(|&(c, _)| (c - (c / q).round() * q).abs() <= 0.5);
+            if fits {
+                return Some(q);
+            }
+        }
+    }
+    Some(1.0)
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -710,6 +771,26 @@ fn gcd(a: u64, b: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Back-to-back `rdtsc` differences counted on the 2.4454 GHz EPYC guest of
+    /// 2026-12-05 (100 000 reads): 24 and 25 ticks 87% of the time, 49 12%, 98 0.1%.
+    /// The counter advances 24.45 ticks (10 ns) at a time; the greatest common divisor
+    /// alone read one tick (0.41 ns), under which every p50 10 ns apart was "apart".
+    #[test]
+    fn quantum_of_a_scaled_counter_is_its_fractional_step() {
+        let mut d = Vec::new();
+        for (v, n) in [(24u64, 43_577), (25, 43_575), (49, 12_455), (98, 136)] {
+            d.extend(std::iter::repeat_n(v, n));
+        }
+        let q = quantum(&mut d).unwrap();
+        assert!((q - 24.5).abs() < 0.1, "{q}");
+        // A whole-tick step keeps its exact value.
+        let mut d: Vec<u64> = [26u64, 52, 52, 78].repeat(1000);
+        assert_eq!(quantum(&mut d), Some(26.0));
+        // Two groups that no step of two ticks or more fits: one tick.
+        let mut d: Vec<u64> = [30u64, 31, 47].repeat(1000);
+        assert_eq!(quantum(&mut d), Some(1.0));
+    }
 
     /// On Linux the monotonic source is `CLOCK_MONOTONIC` itself, so that C code (the
     /// runner's C++ variants) and other processes stamp on the same scale.
