@@ -102,7 +102,8 @@ pub struct ReadCost {
     /// The clock's step: the quantum the counter advances by, from back-to-back
     /// [`Clock::start`] reads ([`quantum`]). Two stamps closer than this cannot be told
     /// apart. AMD EPYC guests' TSC advances 10 ns at a time; a TSC that counts every
-    /// tick gives a fraction of a nanosecond. 0 where not measured.
+    /// tick usually gives one tick, a fraction of a nanosecond (see [`quantum`] for
+    /// when it cannot tell). 0 where not measured.
     #[cfg_attr(feature = "serde", serde(default))]
     pub step_ns: f64,
 }
@@ -610,8 +611,8 @@ impl Clock {
     /// TSC advances 10 ns at a time: 26 ticks on one at 2.6 GHz, whose back-to-back
     /// reads differ by 26 or 52 ticks (the median of the differences read 10 ns in one
     /// run and 20 ns in the next, and verdicts that compare against the step moved with
-    /// it), and 24.45 ticks on one at 2.4454 GHz, whose reads differ by 48 or 49 and 73
-    /// or 74 (a greatest common divisor of one tick, 0.41 ns, while its latencies come
+    /// it), and 24.45 ticks on one at 2.4454 GHz, whose reads differ by 24, 25 or 49
+    /// ticks (a greatest common divisor of one tick, 0.41 ns, while its latencies come
     /// 10 ns apart).
     fn step_ns(&self) -> f64 {
         const READS: usize = 100_000;
@@ -681,15 +682,20 @@ fn tsc_window(window: Duration) -> f64 {
 /// multiples of it: the quantum is their greatest common divisor. A counter scaled from a
 /// slower one advances a fraction of ticks on average (an AMD EPYC guest whose TSC runs
 /// at 2.4454 GHz advances 10 ns, 24.45 ticks, at a time: by 24 or 25), and its
-/// differences come in pairs of neighbouring values around each multiple (48 and 49, 73
-/// and 74), whose greatest common divisor is 1. So where the common divisor is one
-/// tick, neighbouring values are merged into groups, each group read as its weighted
-/// mean, and the quantum is the largest step of at least eight ticks that every group's
-/// mean lies within half a tick of a multiple of (tried as the smallest group's mean
-/// over 1, 2, 3, ...). A counter that counts every tick spreads its differences over
-/// many neighbouring values: one group, or groups no such step fits, and the quantum is
-/// one tick. (Below eight ticks, about 3 ns at 2.4 GHz, almost any set of groups fits
-/// some step within half a tick, and a step that small decides no comparison here.)
+/// differences come as neighbouring values around each multiple (24 and 25, then 49),
+/// whose greatest common divisor is 1. So where the common divisor is one
+/// tick, neighbouring values are merged into groups, each read at the middle of its
+/// span, and where there are two groups or more, each one value or two neighbouring ones
+/// and at least one of two, the smallest group is taken for one step or for two, each
+/// group for the multiple of that step nearest it, and the step that fits those multiples
+/// best (least squares) is the quantum if every group lies within half a tick of its
+/// multiple and the step is eight ticks or more. Otherwise it is one tick: a counter that counts
+/// every tick spreads its differences over many neighbouring values, and where only one
+/// group is common (the reads always one step apart) the step cannot be told from the
+/// read's own cost. A counter that counts every tick and whose reads take two costs, each
+/// spread over two neighbouring values, can still read as a step (40 and 41 with 60 and
+/// 61 read as 20.25 ticks); such a step only makes comparisons at the step call more
+/// differences ties.
 ///
 /// ```
 /// // A TSC that advances 26 ticks at a time, read every 26 or 52 ticks.
@@ -700,6 +706,13 @@ fn tsc_window(window: Duration) -> f64 {
 /// let mut d: Vec<u64> = [24, 25, 24, 25, 49, 24, 25, 49].repeat(100);
 /// let q = handoff_clock::quantum(&mut d).unwrap();
 /// assert!((q - 24.5).abs() < 0.1, "{q}");
+/// // The same, read every two or three steps: the smallest group is two steps.
+/// let mut d: Vec<u64> = [48, 49, 73, 74, 49, 73].repeat(100);
+/// let q = handoff_clock::quantum(&mut d).unwrap();
+/// assert!((q - 24.45).abs() < 0.1, "{q}");
+/// // One that counts every tick, its reads costing 33 or 50 ticks: no step.
+/// let mut d: Vec<u64> = [33, 50, 33].repeat(100);
+/// assert_eq!(handoff_clock::quantum(&mut d), Some(1.0));
 /// // One that counts every tick, read every 55 to 58 ticks.
 /// let mut d: Vec<u64> = [55, 56, 57, 56, 58, 55].repeat(100);
 /// assert_eq!(handoff_clock::quantum(&mut d), Some(1.0));
@@ -727,32 +740,40 @@ pub fn quantum(diffs: &mut [u64]) -> Option<f64> {
     if g > 1 {
         return Some(g as f64);
     }
-    // Neighbouring values into groups: (weighted mean, how many values).
-    let mut groups: Vec<(f64, usize)> = Vec::new();
+    // Neighbouring values into groups: (the middle of the group's span, how many values).
+    // A step s between v and v + 1 ticks reads as v or v + 1 in a proportion set by
+    // where the reads fall, so the middle, not the weighted mean, is the estimate.
+    let mut groups: Vec<(f64, u64)> = Vec::new();
     let mut k = 0;
     while k < common.len() {
         let mut end = k + 1;
         while end < common.len() && common[end].0 == common[end - 1].0 + 1 {
             end += 1;
         }
-        let part = &common[k..end];
-        let count: usize = part.iter().map(|&(_, c)| c).sum();
-        let mean = part.iter().map(|&(v, c)| v as f64 * c as f64).sum::<f64>() / count as f64;
-        groups.push((mean, end - k));
+        let (lo, hi) = (common[k].0, common[end - 1].0);
+        groups.push(((lo + hi) as f64 / 2.0, hi - lo + 1));
         k = end;
     }
-    // Two groups at least, each of at most two neighbouring values: a step, if one fits.
-    if groups.len() >= 2 && groups.iter().all(|&(_, w)| w <= 2) {
+    // A fractional step shows as two groups at least, each of one value or two
+    // neighbouring ones, one of them two: the smallest group is then one or two steps.
+    let fractional = groups.len() >= 2
+        && groups.iter().all(|&(_, w)| w <= 2)
+        && groups.iter().any(|&(_, w)| w == 2);
+    if fractional {
         let first = groups[0].0;
-        for m in 1.. {
-            let q = first / m as f64;
-            if q < 8.0 {
-                break;
-            }
+        for m in [1.0, 2.0] {
+            // Each group's multiple of the trial step, then the step that fits those
+            // multiples best (least squares): each middle is within half a tick of its
+            // multiple of the true step.
+            let trial = first / m;
+            let n: Vec<f64> = groups.iter().map(|&(c, _)| (c / trial).round()).collect();
+            let q = groups.iter().zip(&n).map(|(&(c, _), k)| c * k).sum::<f64>()
+                / n.iter().map(|k| k * k).sum::<f64>();
             let fits = groups
                 .iter()
-                .all(|&(c, _)| (c - (c / q).round() * q).abs() <= 0.5);
-            if fits {
+                .zip(&n)
+                .all(|(&(c, _), k)| *k >= 1.0 && (c - k * q).abs() <= 0.5);
+            if fits && q >= 8.0 {
                 return Some(q);
             }
         }
@@ -787,9 +808,23 @@ mod tests {
         // A whole-tick step keeps its exact value.
         let mut d: Vec<u64> = [26u64, 52, 52, 78].repeat(1000);
         assert_eq!(quantum(&mut d), Some(26.0));
-        // Two groups that no step of two ticks or more fits: one tick.
+        // Two groups that the first, taken as one step or as two, does not fit: one tick.
         let mut d: Vec<u64> = [30u64, 31, 47].repeat(1000);
         assert_eq!(quantum(&mut d), Some(1.0));
+        // 24 far more often than 25: the group is read at its middle, not its mean.
+        let mut d = Vec::new();
+        for (v, n) in [(24u64, 80_000), (25, 8_000), (49, 12_000)] {
+            d.extend(std::iter::repeat_n(v, n));
+        }
+        let q = quantum(&mut d).unwrap();
+        assert!((q - 24.5).abs() < 0.1, "{q}");
+        // Reads always one step apart: one group, and the step is not told from the
+        // read's cost (documented): one tick.
+        let mut d: Vec<u64> = [24u64, 25].repeat(1000);
+        assert_eq!(quantum(&mut d), Some(1.0));
+        // Huge differences end at once (two trials at most).
+        let mut d: Vec<u64> = [1u64 << 40, (1 << 40) + 1, 1 << 41].repeat(100);
+        assert!(quantum(&mut d).unwrap() > 8.0);
     }
 
     /// On Linux the monotonic source is `CLOCK_MONOTONIC` itself, so that C code (the
