@@ -225,7 +225,8 @@ pub(super) type Pairs = Vec<(f64, f64)>;
 pub struct Lessons {
     /// False sharing: (packed, padded) wall ticks.
     pub sharing: Vec<(u64, u64)>,
-    /// The order batches: (glibc, jemalloc) wall ticks, each in a child process.
+    /// The order batches: (glibc, jemalloc) ticks, each in a child process, the whole
+    /// loop at its median part's pace (`sharing::general`).
     pub general: Vec<(u64, u64)>,
 }
 

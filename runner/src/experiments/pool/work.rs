@@ -391,7 +391,7 @@ fn bulk_malloc(timer: Timer, n: usize) -> (u64, u64) {
     let mut taken = held.drain(..);
     let f = chunked(timer, n, |m| {
         for b in taken.by_ref().take(m) {
-            drop(black_box(b));
+            drop(b);
         }
     });
     drop(taken);
