@@ -106,41 +106,9 @@ fn a_failed_last_experiment_keeps_the_five_others_and_the_report() {
     ignore = "runner all's handling of Ctrl-C does not depend on the allocator under it"
 )]
 fn ctrl_c_after_the_first_experiment_keeps_it_and_the_report() {
-    use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
+    // The line before the second experiment starts: the first has finished.
+    let (dir, o, seen, rest) = interrupt_at(&["all", "--smoke"], "[2/6]");
     let out = dir.path().join("results");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args(["all", "--smoke", "--out"])
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The line before the second experiment starts: the first has finished. The rest
-    // of the output is read on (on a thread), so that no experiment meets a closed pipe.
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut seen = Vec::new();
-    loop {
-        let mut line = String::new();
-        assert!(stdout.read_line(&mut line).unwrap() > 0, "{seen:?}");
-        let second = line.starts_with("[2/6]");
-        seen.push(line);
-        if second {
-            break;
-        }
-    }
-    let rest = std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = std::io::Read::read_to_string(&mut stdout, &mut rest);
-        rest
-    });
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let o = child.wait_with_output().unwrap();
-    let rest = rest.join().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{seen:?}\n{rest}\n{err}");
     assert!(!err.contains("panicked"), "{err}");
@@ -177,6 +145,49 @@ fn ctrl_c_after_the_first_experiment_keeps_it_and_the_report() {
     assert_eq!(inc["not_run"].as_array().unwrap().len(), 4, "{inc}");
     assert!(report.contains("* `programs` did not run"), "{report}");
     assert!(report.contains("| `queue` |"), "{report}");
+}
+
+/// Runs `runner <args> --out <tmp>/results`, reads its output up to the first line that
+/// starts with `line` (the rest on a thread, so that no experiment meets a closed pipe),
+/// then sends it SIGINT (Ctrl-C) and waits: the folder, the output, the lines up to the
+/// signal and the rest.
+fn interrupt_at(
+    args: &[&str],
+    line: &str,
+) -> (tempfile::TempDir, std::process::Output, Vec<String>, String) {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(args)
+        .arg("--out")
+        .arg(dir.path().join("results"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    loop {
+        let mut l = String::new();
+        assert!(stdout.read_line(&mut l).unwrap() > 0, "{seen:?}");
+        let found = l.starts_with(line);
+        seen.push(l);
+        if found {
+            break;
+        }
+    }
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut rest);
+        rest
+    });
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let o = child.wait_with_output().unwrap();
+    (dir, o, seen, rest.join().unwrap())
 }
 
 /// Reads `file` of `folder` as JSON (the run's stderr in the message if it is missing).
@@ -251,42 +262,11 @@ fn an_experiment_that_fails_in_a_round_is_named_and_the_others_take_every_round(
     ignore = "runner all's handling of Ctrl-C does not depend on the allocator under it"
 )]
 fn ctrl_c_in_a_later_round_keeps_the_rounds_the_paused_experiments_measured() {
-    use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("results");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args(["all", "--smoke", "--rounds", "2", "--out"])
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     // The line before the pool's second round: the experiments with one run at --smoke
     // (queue, alloc, programs) finished in the first round, the pipeline in the second
     // (its sweep runs in each), the patterns is paused after its first.
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut seen = Vec::new();
-    loop {
-        let mut line = String::new();
-        assert!(stdout.read_line(&mut line).unwrap() > 0, "{seen:?}");
-        let next = line.starts_with("[9/12]");
-        seen.push(line);
-        if next {
-            break;
-        }
-    }
-    let rest = std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = std::io::Read::read_to_string(&mut stdout, &mut rest);
-        rest
-    });
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let o = child.wait_with_output().unwrap();
-    let rest = rest.join().unwrap();
+    let (dir, o, seen, rest) = interrupt_at(&["all", "--smoke", "--rounds", "2"], "[9/12]");
+    let out = dir.path().join("results");
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{seen:?}\n{rest}\n{err}");
     assert!(!err.contains("panicked"), "{err}");
