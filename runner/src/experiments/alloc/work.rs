@@ -206,7 +206,7 @@ pub struct Sample {
     pub sweep_counters: Vec<SlowPath>,
     /// handoff-alloc only: ns one read of a thread-local costs beyond one read of a
     /// plain static, each through a call the compiler may not inline, on the main
-    /// test's core ([`tls_read_ns`]): what finding the thread's heap adds to a call.
+    /// test's core (`tls_read_ns`): what finding the thread's heap adds to a call.
     #[serde(default)]
     pub tls_ns: Option<f64>,
 }
