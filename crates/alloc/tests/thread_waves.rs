@@ -185,13 +185,23 @@ fn resident_memory_settles_over_waves_of_short_lived_threads() {
         let cut: Vec<u64> = waves.iter().map(|r| r.1).collect();
         eprintln!("{workers} workers a wave: resident MiB after each wave {mib:?}");
         eprintln!("{workers} workers a wave: blocks cut so far after each wave {cut:?}");
-        let (at5, last) = (waves[5].0, waves[WAVES - 1].0);
+        // The level after ten waves against the level at the end, each the median of ten
+        // waves: with 1000 workers a wave one wave's figure moves 580-658 MiB with no
+        // trend (2026-12-05, CI here), and wave 5 alone at 593 against wave 50 at 654
+        // failed a check that single waves passed on the run before. A leak of 1 MiB a
+        // wave still shows: 35 waves lie between the two medians.
+        let level = |from: usize| {
+            let mut w: Vec<u64> = waves[from..from + 10].iter().map(|r| r.0).collect();
+            w.sort_unstable();
+            w[5]
+        };
+        let (early, late) = (level(5), level(WAVES - 10));
         assert!(
-            last < at5 + 32 * MIB,
-            "{workers} workers a wave: resident memory grew from {} MiB after wave 5 to {} \
-             MiB after wave {WAVES}",
-            at5 / MIB,
-            last / MIB
+            late < early + 32 * MIB,
+            "{workers} workers a wave: resident memory grew from {} MiB (median of waves \
+             5-14) to {} MiB (median of the last ten)",
+            early / MIB,
+            late / MIB
         );
         // New blocks flat after the first waves: fewer cut from wave 10 to the last
         // than one wave allocates (each worker's 100 and the long-lived thread's 100
