@@ -138,7 +138,7 @@ impl Outcome {
     /// the document's allocator does. Each handoff-alloc repeat times a read of a
     /// thread-local against a read of a plain static on the main test's core
     /// (`Sample::tls_ns`); the claim holds when the two such reads of a pair cost at
-    /// most a tenth of handoff-alloc's pair beyond the test's own, in every repeat.
+    /// most a tenth of handoff-alloc's pair beyond the test's own (`ratio_at_least`).
     pub(super) fn tls_claim(&self, cfg: &Config) -> Claim {
         let h = Contender::Handoff;
         let pairs: Vec<(f64, f64)> = self

@@ -279,9 +279,9 @@ fn none_vs_malloc(ratios: &[f64], none: f64, malloc: f64) -> [Claim; 2] {
 /// "NONE adds nothing" (document 001: `SingleThreadedPolicy` "inlines to
 /// byte-identical code"): the single-threaded pool's interleaved loop against a bare,
 /// unsynchronised free list of the same blocks, timed in the same repeat on the same
-/// core (`Sample::bare_ns`). A tie, judged both ways on the repeats' own ratios: holds
-/// when every repeat puts each within [`TIE`] of the other, fails when every repeat
-/// puts one beyond it.
+/// core (`Sample::bare_ns`). A tie, judged both ways on the repeats' own ratios
+/// (`ratio_at_least`): holds when the repeats put each within [`TIE`] of the other,
+/// fails when they put one beyond it.
 fn none_adds_nothing(out: &Outcome) -> Claim {
     let pairs: Vec<(f64, f64)> = out
         .find(Scenario::Interleaved, Contender::SingleThreaded)

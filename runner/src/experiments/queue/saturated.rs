@@ -6,7 +6,9 @@
 use super::claims::{not_the_nearest, p};
 use super::work::Variant;
 use super::{Cell, Config, Mode, Outcome};
-use crate::lab::claims::{all_hold, holds, near, near_runs, ratio_at_least, Claim, Verdict, GUARD};
+use crate::lab::claims::{
+    all_hold, holds, near, near_runs, regime_at_least, Claim, Verdict, GUARD,
+};
 use crate::lab::fmt::{ns as fmt_ns, rate as fmt_rate};
 use crate::lab::noise::Probes;
 use crate::lab::placed;
@@ -31,8 +33,8 @@ const WALL_RULE: &str =
 /// of magnitude"; Boost ~10 us against ~120 ns). A queue capped by its producer stays
 /// near empty and fails the first; the lowest p50, not the lowest rate's, because at
 /// the lowest rates a sleeping consumer's wake-up inflates it. Judged on the top
-/// point's runs (`lab::claims::ratio_at_least` on each run's smaller margin): the
-/// ring's regime can change from one run to the next.
+/// point's runs (`lab::claims::regime_at_least` on each run's smaller margin: every run
+/// must agree): the queue's regime can change from one run to the next.
 pub fn latency_wall(cells: &[&Cell], capacity: usize) -> (Verdict, String) {
     let Some(top) = cells.last() else {
         return (Verdict::NotMeasured, "no sweep".into());
@@ -50,7 +52,7 @@ pub fn latency_wall(cells: &[&Cell], capacity: usize) -> (Verdict, String) {
             depth.min(jump)
         })
         .collect();
-    ratio_at_least(
+    regime_at_least(
         &margins,
         1.0,
         "each run at the top rate: the smaller of (depth over a tenth of capacity) and (p50 over 10x the sweep's lowest p50)",
@@ -58,7 +60,8 @@ pub fn latency_wall(cells: &[&Cell], capacity: usize) -> (Verdict, String) {
 }
 
 /// Judges "the queue stays under `share` of `capacity` (`under`) or fills past it" on
-/// each run's mean depth.
+/// each run's mean depth, every run alike (`lab::claims::regime_at_least`: a run in
+/// the other regime is not an outlier but a state of the host).
 pub(super) fn depth_runs(
     c: &Cell,
     capacity: usize,
@@ -73,7 +76,7 @@ pub(super) fn depth_runs(
         .filter_map(|r| r.mean_depth)
         .map(|d| if under { line / d.max(1e-9) } else { d / line })
         .collect();
-    ratio_at_least(&ratios, 1.0, what)
+    regime_at_least(&ratios, 1.0, what)
 }
 
 /// The sweep's and the saturated runs' claims.
