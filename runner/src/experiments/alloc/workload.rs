@@ -4,6 +4,7 @@
 //! one-thread loop the main test and the sweep run.
 
 use crate::lab::error::{Error, Result};
+use crate::lab::measure::median_part;
 use std::alloc::{GlobalAlloc, Layout};
 use std::time::Instant;
 
@@ -163,7 +164,9 @@ pub(super) fn make<B: Blocks>(b: &mut B, size: usize, tag: u64) -> Result<Live> 
 }
 
 /// The test on one thread: fill `working_set` requested bytes, then `ops`
-/// replacements. Returns (steady-part seconds, peak requested bytes).
+/// replacements. Returns (steady-part seconds, peak requested bytes): the replacements
+/// are timed in eight parts and the steady part's seconds are the median part's pace
+/// times `ops` (`lab::measure::median_part`; since 2026-12-05, the whole part before).
 pub(super) fn one_thread<B: Blocks>(
     b: &mut B,
     working_set: usize,
@@ -198,19 +201,38 @@ pub(super) fn one_thread_probed<B: Blocks>(
     probe();
     let start = Instant::now();
     let mut bad = 0usize;
-    for _ in 0..ops {
-        let i = slot(rng.next(), levels);
-        let s = size(rng.next());
-        let old = live[i];
-        bad += usize::from(!read_once(&old));
-        // SAFETY: from `get(old.size())` and not given back since.
-        unsafe { b.put(old.p, old.size()) };
-        tag += 1;
-        live[i] = make(b, s, tag)?;
-        requested = requested - old.size() + s;
-        peak = peak.max(requested);
+    let mut failed = None;
+    // Timed in parts, the median part's pace the figure (`lab::measure::median_part`).
+    let ns_each = median_part(
+        || start.elapsed().as_nanos() as u64,
+        ops as u64,
+        1,
+        |m| {
+            for _ in 0..m {
+                if failed.is_some() {
+                    return;
+                }
+                let i = slot(rng.next(), levels);
+                let s = size(rng.next());
+                let old = live[i];
+                bad += usize::from(!read_once(&old));
+                // SAFETY: from `get(old.size())` and not given back since.
+                unsafe { b.put(old.p, old.size()) };
+                tag += 1;
+                match make(b, s, tag) {
+                    Ok(l) => live[i] = l,
+                    // `live[i]` is given back: leave the test without touching it.
+                    Err(e) => failed = Some(e),
+                }
+                requested = requested - old.size() + s;
+                peak = peak.max(requested);
+            }
+        },
+    );
+    if let Some(e) = failed {
+        return Err(e);
     }
-    let secs = start.elapsed().as_secs_f64();
+    let secs = ns_each * ops as f64 / 1e9;
     probe();
     for l in live.drain(..) {
         bad += usize::from(!read_once(&l));

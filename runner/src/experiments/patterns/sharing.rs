@@ -11,6 +11,7 @@ use super::work::{arena_box_loop, typed_box_loop, Order};
 use super::Config;
 use crate::lab::error::{Error, Result};
 use crate::lab::harness::{on_core, together};
+use crate::lab::measure::median_part;
 use crate::lab::{child, stop};
 use crossbeam_utils::CachePadded;
 use handoff_clock::Timer;
@@ -64,42 +65,33 @@ pub const CHILD_TASK: &str = "patterns";
 
 /// `orders` orders allocated in batches of 1000 and freed in allocation order, with
 /// this process's allocator; the ticks the whole loop takes at its median pace. The loop
-/// (about 15 ms) is timed in eight parts and the median part's ticks per order, times
-/// `orders`, is the figure: a host pause (0.3-4 ms, several a second on a VM) lengthens
-/// the part it falls in, not the repeat (one pair of a run of 2026-12-05 read 1.74x
-/// against 1.09-1.16x for the other eleven).
+/// (about 15 ms) is timed in parts that end on a whole batch
+/// (`lab::measure::median_part`) and the median part's ticks per order, times `orders`,
+/// is the figure: a host pause (0.3-4 ms, several a second on a VM) lengthens the part
+/// it falls in, not the repeat (one pair of a run of 2026-12-05 read 1.74x against
+/// 1.09-1.16x for the other eleven).
 fn general_batches(timer: Timer, orders: u64) -> u64 {
     const BATCH: u64 = 1000;
-    const PARTS: u64 = 8;
     let mut held: Vec<Box<Order>> = Vec::with_capacity(BATCH as usize);
-    let mut per_order = Vec::with_capacity(PARTS as usize);
     let mut i = 0;
-    for part in 1..=PARTS {
-        // Parts end on a whole batch (the last at the end), so every batch but the last
-        // is 1000 orders, as in one pass.
-        let end = if part == PARTS {
-            orders
-        } else {
-            orders * part / PARTS / BATCH * BATCH
-        };
-        if end == i {
-            continue;
-        }
-        let (first, start) = (i, timer.now());
-        while i < end {
-            for _ in 0..BATCH.min(end - i) {
-                held.push(Box::new(Order::new(i)));
-                i += 1;
+    // Every batch but the last is 1000 orders, as in one pass.
+    let pace = median_part(
+        || timer.now(),
+        orders,
+        BATCH,
+        |m| {
+            let end = i + m;
+            while i < end {
+                for _ in 0..BATCH.min(end - i) {
+                    held.push(Box::new(Order::new(i)));
+                    i += 1;
+                }
+                black_box(&held);
+                held.clear();
             }
-            black_box(&held);
-            held.clear();
-        }
-        per_order.push(timer.now().saturating_sub(start) as f64 / (end - first) as f64);
-    }
-    per_order.sort_by(f64::total_cmp);
-    per_order
-        .get(per_order.len() / 2)
-        .map_or(0, |t| (t * orders as f64).round() as u64)
+        },
+    );
+    (pace * orders as f64).round() as u64
 }
 
 /// What the child is asked: [`general_batches`] (timed), the fragmentation workload,

@@ -4,6 +4,7 @@
 use super::Config;
 use crate::lab::error::{Error, Result};
 use crate::lab::harness::{on_core as one, together};
+use crate::lab::measure::median_part;
 use crate::lab::stop;
 use handoff_clock::Timer;
 use handoff_pool::policy::{
@@ -411,26 +412,13 @@ fn interleaved_loop<P: Policy>(pool: &Pool<Block, P>, n: usize) {
     }
 }
 
-/// Chunks a one-thread loop or bulk pass is timed in ([`chunked`]).
-const CHUNKS: usize = 8;
-
-/// Times `n` iterations of `run` (called with a count) in [`CHUNKS`] chunks and returns
-/// the median chunk's ticks per iteration times `n`: a host pause (0.3-4 ms, several a
-/// second here, against a loop of 1-15 ms) lengthens the chunk it falls in, not the
-/// median.
+/// Times `n` iterations of `run` (called with a count) in parts and returns the median
+/// part's ticks per iteration times `n` (`lab::measure::median_part`): a host pause
+/// (0.3-4 ms, several a second here, against a loop of 1-15 ms) lengthens the part it
+/// falls in, not the figure.
 fn chunked(timer: Timer, n: usize, mut run: impl FnMut(usize)) -> u64 {
-    let per = (n / CHUNKS).max(1);
-    let mut each = Vec::with_capacity(CHUNKS + 1);
-    let mut done = 0;
-    while done < n {
-        let m = per.min(n - done);
-        let t0 = timer.now();
-        run(m);
-        each.push((timer.now() - t0) as f64 / m as f64);
-        done += m;
-    }
-    each.sort_by(f64::total_cmp);
-    (each[each.len() / 2] * n as f64).round() as u64
+    let pace = median_part(|| timer.now(), n as u64, 1, |m| run(m as usize));
+    (pace * n as f64).round() as u64
 }
 
 fn interleaved<P: Policy>(timer: Timer, n: usize) -> u64 {
