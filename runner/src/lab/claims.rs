@@ -250,10 +250,12 @@ pub const CONFIDENCE: f64 = 0.95;
 /// `j`-th and `(n + 1 - j)`-th values bound the median with probability
 /// `1 - 2 P(Binomial(n, 1/2) < j)` whatever their distribution (the sign test's
 /// interval); `j` is the largest that keeps that at [`CONFIDENCE`] or more, and the
-/// interval lies on one side of the line exactly when `n + 1 - j` repeats do. Up to 8
-/// repeats no interval but the whole range reaches 95%, so every repeat must agree (as
-/// `runner <experiment>` alone, with 3 to 5, always did); 9 repeats allow one on the
-/// other side, 12 two, 18 four. A repeat on the other side is a moment of the host in
+/// interval lies on one side of the line exactly when `n + 1 - j` repeats do. With 6 to
+/// 8 repeats only the whole range reaches 95%, so every repeat must agree; with 5 or
+/// fewer not even the whole range does (it covers the median with probability
+/// `1 - 2^(1 - n)`: 75% for 3, 93.75% for 5), and every repeat must agree all the same,
+/// as since 2026-12-04 (`runner <experiment>` alone runs 3 to 5); 9 repeats allow one on
+/// the other side, 12 two, 18 four. A repeat on the other side is a moment of the host in
 /// which the claim reads otherwise; one such moment in nine is what a host that stalls
 /// a vCPU several times a second gives a claim far from its line, and asking every
 /// repeat to agree turned such claims from *holds* to *within noise* and back from one
@@ -511,6 +513,8 @@ mod tests {
             } else {
                 assert!(n <= 8 || coverage(n, 1) >= CONFIDENCE, "n {n}");
             }
+            // Up to 5 repeats even the whole range falls short of 95%: the fallback.
+            assert_eq!(n <= 5, coverage(n, 1) < CONFIDENCE, "n {n}");
             if j < n.div_ceil(2) {
                 assert!(
                     coverage(n, j + 1) < CONFIDENCE,
