@@ -60,7 +60,7 @@ pub struct Stamps {
 }
 
 /// One run reduced to numbers.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct RunSummary {
     /// Achieved send rate (items/s).
     pub achieved_rate_hz: Option<f64>,
@@ -99,6 +99,44 @@ pub struct RunSummary {
     /// consumer stamped the first, gaps of [`STALL_NS`] or more left out. `None` when
     /// fewer than [`MIN_BACKLOGGED`] items found the consumer busy.
     pub consumer_period_ns: Option<f64>,
+    /// This run's latency (ns) at p90.0, p90.1, ... p99.9, for a claim that picks its
+    /// quantile after the runs (see [`at_quantile`](Self::at_quantile)); not written
+    /// to the results file.
+    #[serde(skip)]
+    pub tail_ns: Vec<u64>,
+}
+
+impl RunSummary {
+    /// This run's latency (ns) at quantile `q`, read at the nearest tenth of a
+    /// percent; `None` outside p90-p99.9.
+    ///
+    /// ```
+    /// use runner::lab::measure::RunSummary;
+    /// let mut lat = handoff_stats::Latency::new();
+    /// for v in 1..=1000 {
+    ///     lat.record(v);
+    /// }
+    /// let run = RunSummary {
+    ///     tail_ns: RunSummary::tail_profile(&lat),
+    ///     ..RunSummary::default()
+    /// };
+    /// assert_eq!(run.at_quantile(0.99), Some(990));
+    /// assert_eq!(run.at_quantile(0.9834), Some(983));
+    /// assert_eq!(run.at_quantile(0.5), None);
+    /// ```
+    pub fn at_quantile(&self, q: f64) -> Option<u64> {
+        let k = (q * 1000.0).round() as i64 - 900;
+        usize::try_from(k)
+            .ok()
+            .and_then(|k| self.tail_ns.get(k).copied())
+    }
+
+    /// The tail profile of `lat` ([`tail_ns`](Self::tail_ns)).
+    pub fn tail_profile(lat: &Latency) -> Vec<u64> {
+        (900..1000)
+            .map(|k| lat.value_at_quantile(f64::from(k) / 1000.0))
+            .collect()
+    }
 }
 
 /// Backlogged items a run needs for a [`RunSummary::consumer_period_ns`].
@@ -481,6 +519,7 @@ impl Measured {
             items_over_stall_ns: acc.over,
             consumer_period_ns: (acc.backlogged >= MIN_BACKLOGGED)
                 .then(|| acc.backlogged_ticks as f64 * 1e9 / freq / acc.backlogged as f64),
+            tail_ns: RunSummary::tail_profile(lat),
         });
         self.latency
             .merge(lat)

@@ -28,6 +28,9 @@ pub struct OrderRun {
     /// The merged histogram itself (ns), for counting outliers.
     #[serde(skip)]
     pub histogram: Latency,
+    /// Each kept repeat's histogram (ns), in the repeats' order.
+    #[serde(skip)]
+    pub repeats: Vec<Latency>,
 }
 
 impl OrderRun {
@@ -39,8 +42,29 @@ impl OrderRun {
 
     /// Seconds the timed orders took, one after another.
     pub fn seconds(&self) -> f64 {
-        self.histogram.count() as f64 * self.histogram.mean() / 1e9
+        seconds(&self.histogram)
     }
+
+    /// The repeats in `k` consecutive groups (fewer when there are fewer repeats):
+    /// each group's orders slower than `ns` and the seconds its timed orders took.
+    pub fn groups(&self, k: usize, ns: u64) -> Vec<(u64, f64)> {
+        let n = self.repeats.len();
+        let k = k.min(n);
+        (0..k)
+            .map(|g| {
+                self.repeats[g * n / k..(g + 1) * n / k]
+                    .iter()
+                    .fold((0, 0.0), |(c, s), h| {
+                        let h2 = h.histogram();
+                        (c + h2.len() - h2.count_between(0, ns), s + seconds(h))
+                    })
+            })
+            .collect()
+    }
+}
+
+fn seconds(h: &Latency) -> f64 {
+    h.count() as f64 * h.mean() / 1e9
 }
 
 /// Everything measured, reduced to what the report needs.
@@ -98,6 +122,7 @@ impl Outcome {
             OrderRun {
                 latency: ns.percentiles(),
                 histogram: ns,
+                repeats: v.iter().map(|p| p.latency.to_ns(clock)).collect(),
                 orders_per_s: median(
                     v.iter()
                         .map(|p| p.latency.count() as f64 / (clock.ticks_to_ns_f64(p.total) / 1e9)),

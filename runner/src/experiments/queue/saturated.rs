@@ -7,7 +7,7 @@ use super::claims::{not_the_nearest, p};
 use super::work::Variant;
 use super::{Cell, Config, Mode, Outcome};
 use crate::lab::claims::{
-    all_hold, holds, near, near_runs, regime_at_least, Claim, Verdict, GUARD,
+    all_hold, holds, near, near_runs, ratio_at_least, regime_at_least, Claim, Verdict, GUARD,
 };
 use crate::lab::fmt::{ns as fmt_ns, rate as fmt_rate};
 use crate::lab::noise::Probes;
@@ -27,14 +27,11 @@ pub fn saturation_point(cells: &[&Cell]) -> Option<f64> {
 const WALL_RULE: &str =
     "the queue at least a tenth full on average and p50 at least 10x its lowest in the sweep";
 
-/// Whether a variant's sweep ends in a latency wall: at the top rate the queue is at
-/// least a tenth full on average (the document: it fills toward capacity; Boost ~200
-/// of 1024) and p50 is at least 10x the lowest p50 of the sweep (it "jumps by orders
-/// of magnitude"; Boost ~10 us against ~120 ns). A queue capped by its producer stays
-/// near empty and fails the first; the lowest p50, not the lowest rate's, because at
-/// the lowest rates a sleeping consumer's wake-up inflates it. Judged on the top
-/// point's runs (`lab::claims::regime_at_least` on each run's smaller margin: every run
-/// must agree): the queue's regime can change from one run to the next.
+/// Whether a variant's sweep ends in a latency wall: at the top rate the queue at least
+/// a tenth full on average (it fills toward capacity; Boost ~200 of 1024) and p50 at
+/// least 10x the sweep's lowest (it "jumps by orders of magnitude"), not the lowest
+/// rate's (a sleeping consumer's wake-up inflates that). Judged on each run's smaller
+/// margin, every run alike (`regime_at_least`): the regime can change between runs.
 pub fn latency_wall(cells: &[&Cell], capacity: usize) -> (Verdict, String) {
     let Some(top) = cells.last() else {
         return (Verdict::NotMeasured, "no sweep".into());
@@ -60,8 +57,9 @@ pub fn latency_wall(cells: &[&Cell], capacity: usize) -> (Verdict, String) {
 }
 
 /// Judges "the queue stays under `share` of `capacity` (`under`) or fills past it" on
-/// each run's mean depth, every run alike (`lab::claims::regime_at_least`: a run in
-/// the other regime is not an outlier but a state of the host).
+/// each run's mean depth: filling, every run alike (`regime_at_least`: a run in the other
+/// regime is a state of the host); staying under, by the ratio rule (a 2-4 ms host pause
+/// fills a ring for as long, and two lift a short run's mean past a tenth of capacity).
 pub(super) fn depth_runs(
     c: &Cell,
     capacity: usize,
@@ -76,7 +74,11 @@ pub(super) fn depth_runs(
         .filter_map(|r| r.mean_depth)
         .map(|d| if under { line / d.max(1e-9) } else { d / line })
         .collect();
-    regime_at_least(&ratios, 1.0, what)
+    if under {
+        ratio_at_least(&ratios, 1.0, what)
+    } else {
+        regime_at_least(&ratios, 1.0, what)
+    }
 }
 
 /// The sweep's and the saturated runs' claims.
@@ -208,10 +210,8 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                     .map(|r| format!("{r:.1}"))
                     .collect::<Vec<_>>()
                     .join(", ");
-                // The document's threads shared an L3: judged in the nearest placement
-                // of the two cores holding a tenth of the slices (`lab::placed`). With
-                // the cores ~490 ns apart the ring moves 7 M/s instead of 18, and the
-                // runs the host placed so pulled the median from run to run.
+                // The document's threads shared an L3: the nearest placement holding a
+                // tenth of the slices (`lab::placed`); ~490 ns apart the ring moves 7 M/s.
                 let (here, verdict) = match out
                     .find(Mode::Throughput, x)
                     .and_then(|c| {
@@ -270,8 +270,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
     v
 }
 
-/// Boost's transient peak in the sweep against its saturated throughput: needs both
-/// modes.
+/// Boost's transient peak in the sweep against its saturated throughput (both modes).
 pub fn boost_peak(out: &Outcome) -> Option<Claim> {
     let steady = out
         .find(Mode::Throughput, Variant::BoostSpsc)

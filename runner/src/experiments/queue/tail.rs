@@ -59,11 +59,12 @@ pub(super) fn tail_quantile(stalled: f64) -> f64 {
 
 /// The mutex-tail verdict: the mutex's tail at least 10x the ring's, both read at the
 /// quantile [`tail_quantile`] leaves to the queues on the merged histograms, and the
-/// runs' own p99 ratios (`runs`, the mutex's over the slower ring's, run by run) on
-/// the same side of 10x (`lab::claims::ratio_at_least`; the caller passes none when the
-/// merged tail is read below p99, which the runs' own figures are not). Where the two disagree, or the
-/// runs straddle 10x, it is within noise: the merged ratio of runs that read 0.8x to
-/// 24x moved across the line from one `runner all` to the next (7x, then 12x).
+/// runs' own ratios at that quantile (`runs`, the mutex's over the slower ring's, run by
+/// run, read at the nearest 0.1%) on the same side of 10x (`lab::claims::ratio_at_least`).
+/// Where the two disagree, or the runs straddle 10x, it is within noise: the merged
+/// ratio of runs that read 0.8x to 24x moved across the line from one `runner all` to
+/// the next (7x, then 12x); read below the stalls it still did (17x, 9x, 12x in three
+/// consecutive runs of 2026-12-05), because one run's stalls set the merged tail.
 pub(super) fn mutex_tail_verdict(mutex: f64, ring: f64, q: f64, runs: &[f64]) -> (Verdict, String) {
     let merged = holds(
         mutex >= 10.0 * ring.max(1.0),
@@ -79,7 +80,7 @@ pub(super) fn mutex_tail_verdict(mutex: f64, ring: f64, q: f64, runs: &[f64]) ->
     let each = ratio_at_least(
         runs,
         10.0,
-        "each run's p99, the mutex's over the slower ring's",
+        &format!("each run's {}, the mutex's over the slower ring's", pct(q)),
     );
     let verdict = if merged.0 == each.0 {
         merged.0
@@ -116,5 +117,12 @@ mod tests {
         assert_eq!(v(700.0, &[0.8, 24.0, 6.4, 1.9]), Verdict::WithinNoise);
         // No per-run figures (an older file): the merged histograms alone.
         assert_eq!(v(1500.0, &[]), Verdict::Holds);
+        // 2026-12-05: merged 9x at p97.9, the runs' own ratios there on both sides of
+        // 10x: within noise, not the fails the merged tail alone read.
+        let at = |m: f64, runs: &[f64]| mutex_tail_verdict(m, 100.0, 0.979, runs);
+        let (verdict, why) = at(900.0, &[14.0, 6.0, 11.0]);
+        assert_eq!(verdict, Verdict::WithinNoise);
+        assert!(why.contains("each run's p97.9"), "{why}");
+        assert_eq!(at(900.0, &[]).0, Verdict::Fails);
     }
 }
