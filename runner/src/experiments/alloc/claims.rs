@@ -167,7 +167,18 @@ impl Outcome {
                     self.handoff(h) / 1e6,
                     self.handoff(Contender::Mimalloc) / 1e6
                 ),
-                holds(x >= 1.0, "handoff-alloc's rate at least mimalloc's"),
+                // Repeat by repeat (each repeat's two ran in one round): handoff-alloc's rate
+                // here is bimodal on this guest (13 or 33 M/s in consecutive runs).
+                ratio_at_least(
+                    &self
+                        .of(h)
+                        .iter()
+                        .zip(self.of(Contender::Mimalloc))
+                        .filter_map(|(a, b)| Some(a.handoff_per_s? / b.handoff_per_s?))
+                        .collect::<Vec<f64>>(),
+                    1.0,
+                    "handoff-alloc's rate over mimalloc's",
+                ),
             )
             .at(CROSS_THREAD_WHERE)
         } else {

@@ -455,14 +455,14 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 .unwrap_or_default()
         );
         let verdict = if against.iter().all(|(_, (t, _))| *t == Some(true)) {
-            (Verdict::Holds, "the freelist's variance below malloc's and the arena's, each beyond the 5% point of the F distribution for the runs taken and beyond what one host pause makes".to_string())
+            (Verdict::Holds, "the freelist's runs closer to their median than malloc's and the arena's, each beyond the Brown-Forsythe test at 5% (the mean distances from the medians, a t test) and beyond what one host pause makes".to_string())
         } else if against.iter().any(|(_, (t, _))| *t == Some(false)) {
-            (Verdict::Fails, "malloc's or the arena's variance below the freelist's beyond the 5% point of the F distribution for the runs taken and beyond what one host pause makes".to_string())
+            (Verdict::Fails, "malloc's or the arena's runs closer to their median than the freelist's beyond the Brown-Forsythe test at 5% and beyond what one host pause makes".to_string())
         } else {
             (
                 Verdict::NotMeasurableHere,
                 format!(
-                    "with {} runs the spreads are closer than an F test at 5% can tell apart, or within what one host pause at a run's end makes: at a paced rate a run's throughput moves only with its last items' latency",
+                    "with {} runs the spreads are closer than the Brown-Forsythe test at 5% can tell apart, or within what one host pause at a run's end makes: at a paced rate a run's throughput moves only with its last items' latency",
                     fr.len()
                 ),
             )

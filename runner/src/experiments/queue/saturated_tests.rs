@@ -1,0 +1,70 @@
+//! Tests of `saturated.rs`: the latency wall and the depth rules.
+
+use super::*;
+use crate::experiments::queue::test_cells::made;
+
+/// A sweep cell paced every `period` ns whose every item takes `latency` ns.
+fn cell(period: u64, latency: u64) -> Cell {
+    made(Mode::Sweep, Variant::BoostSpsc, period, &|_| latency)
+}
+
+#[test]
+fn a_latency_wall_is_a_full_queue_and_a_p50_orders_of_magnitude_up() {
+    // The document's Boost: p50 ~10 us at 50 MHz offered, the queue ~200 deep.
+    let low = cell(10_000, 100);
+    let wall = cell(20, 10_000);
+    let wall_ = |cs: &[&Cell]| latency_wall(cs, 1024).0 == Verdict::Holds;
+    assert!(wall_(&[&low, &wall]));
+    // Measured from the sweep's lowest p50, not the lowest rate's (a sleeping
+    // consumer's wake-up): 10 us is not 10x a 2 us start, but it is 10x the 500 ns
+    // that came between.
+    let woken = cell(10_000, 2_000);
+    let mid = cell(1_000, 500);
+    assert!(!wall_(&[&woken, &wall]));
+    assert!(wall_(&[&woken, &mid, &wall]));
+    let mid = cell(1_000, 1_500);
+    assert!(!wall_(&[&woken, &mid, &cell(20, 14_000)]));
+    // queue.json of issue 50 (Boost at 50 MHz): depth 26, p50 381 ns: no wall.
+    let ceiling = cell(70, 381);
+    assert!(!wall_(&[&low, &ceiling]));
+    // A deep queue without the p50 rise is not one either, nor a lone point.
+    let deep = cell(1, 200);
+    assert!(!wall_(&[&low, &deep]));
+    assert!(!wall_(&[]));
+}
+
+#[test]
+fn a_near_empty_ring_lets_one_paused_run_pass_and_a_bistable_one_does_not() {
+    use crate::lab::claims::{ratio_at_least, regime_at_least};
+    use crate::lab::measure::RunSummary;
+    // Twelve runs at a tenth of 1024 (102.4): 2026-12-05, one run at 112 deep (two
+    // host pauses), eleven at 4 to 57.
+    let mut c = cell(20, 300);
+    c.measured.runs = [
+        112.0, 57.0, 4.0, 30.0, 20.0, 8.0, 41.0, 12.0, 25.0, 5.0, 33.0, 18.0,
+    ]
+    .iter()
+    .map(|&d| RunSummary {
+        mean_depth: Some(d),
+        ..RunSummary::default()
+    })
+    .collect();
+    let under = (1024, 0.1, true);
+    assert_eq!(depth_runs(&c, under, ratio_at_least, "r").0, Verdict::Holds);
+    assert_eq!(
+        depth_runs(&c, under, regime_at_least, "r").0,
+        Verdict::WithinNoise
+    );
+    // Boost over half full in every run; one run under it makes the regime unsure.
+    c.measured
+        .runs
+        .iter_mut()
+        .for_each(|r| r.mean_depth = Some(1000.0));
+    let over = (1024, 0.5, false);
+    assert_eq!(depth_runs(&c, over, regime_at_least, "b").0, Verdict::Holds);
+    c.measured.runs[3].mean_depth = Some(300.0);
+    assert_eq!(
+        depth_runs(&c, over, regime_at_least, "b").0,
+        Verdict::WithinNoise
+    );
+}
