@@ -121,7 +121,10 @@ impl RunSummary {
     ///     ..RunSummary::default()
     /// };
     /// assert_eq!(run.at_quantile(0.99), Some(990));
-    /// assert_eq!(run.at_quantile(0.9834), Some(983));
+    /// assert_eq!(run.at_quantile(0.9836), Some(984));
+    /// assert_eq!(run.at_quantile(0.9), Some(900));
+    /// assert_eq!(run.at_quantile(0.999), Some(999));
+    /// assert_eq!(run.at_quantile(0.8994), None);
     /// assert_eq!(run.at_quantile(0.5), None);
     /// ```
     pub fn at_quantile(&self, q: f64) -> Option<u64> {

@@ -40,7 +40,10 @@ pub fn variance(v: &[f64]) -> Option<f64> {
 /// the two samples' mean distances compared by a t test at 5% (two-sided). `Some(true)`
 /// when b's distances are the larger beyond it, `Some(false)` when a's are, `None` when
 /// the test cannot tell (or either sample has under two values). Returns the variance
-/// ratio b / a beside it, for the reader. Not the F test of the variances: that assumes
+/// ratio b / a beside it, for the reader. Under three values a sample's distances cannot
+/// vary (two values sit equally far from their median), so the test needs three or more
+/// in each sample, and it cannot tell where the distances' spread is rounding error.
+/// Not the F test of the variances: that assumes
 /// normal samples, and a run's figure here has a heavy tail (a host pause at a run's end
 /// moves one run of nine 3% while the rest agree within 0.01%), which made the F test
 /// read one way and then the other from one `runner all` to the next.
@@ -60,12 +63,17 @@ pub fn variance(v: &[f64]) -> Option<f64> {
 /// let freelist = [1001.0, 1000.2, 969.6, 1000.1, 1000.2, 996.4, 1000.2, 1000.2, 992.6];
 /// let malloc = [999.3, 999.4, 983.9, 1000.2, 1000.2, 999.5, 1000.2, 1000.2, 1000.2];
 /// assert_eq!(spread_lower(&freelist, &malloc).0, None);
+/// // Two runs each (`runner all --quick`): nothing to tell.
+/// assert_eq!(spread_lower(&[100.0, 100.01], &[100.0, 100.02]).0, None);
 /// ```
 pub fn spread_lower(a: &[f64], b: &[f64]) -> (Option<bool>, f64) {
     let (Some(va), Some(vb)) = (variance(a), variance(b)) else {
         return (None, f64::NAN);
     };
     let ratio = vb / va;
+    if a.len() < 3 || b.len() < 3 {
+        return (None, ratio);
+    }
     let dist = |v: &[f64]| -> Vec<f64> {
         let mut s = v.to_vec();
         s.sort_by(f64::total_cmp);
@@ -88,8 +96,10 @@ pub fn spread_lower(a: &[f64], b: &[f64]) -> (Option<bool>, f64) {
         .rev()
         .find(|(k, _)| *k <= df)
         .map_or(T975[0].1, |&(_, t)| t);
-    let verdict = if se == 0.0 {
-        (diff != 0.0).then_some(diff > 0.0)
+    // Distances that do not vary beyond rounding error: nothing to test.
+    let tiny = se.is_nan() || se <= 1e-9 * mean(&za).max(mean(&zb));
+    let verdict = if tiny {
+        None
     } else if diff.abs() > crit * se {
         Some(diff > 0.0)
     } else {

@@ -141,12 +141,13 @@ pub(super) fn jitter(m: &OrderRun, p: &OrderRun, noise: Option<&Probes>) -> Clai
         );
     };
     let all = [(mo, m.seconds()), (po, p.seconds())];
-    let groups: Vec<[(u64, f64); 2]> = m
-        .groups(GROUPS, limit)
-        .into_iter()
-        .zip(p.groups(GROUPS, limit))
-        .map(|(a, b)| [a, b])
-        .collect();
+    // Thirds of the same repeats on both sides, or none (judged on all repeats alone).
+    let (gm, gp) = (m.groups(GROUPS, limit), p.groups(GROUPS, limit));
+    let groups: Vec<[(u64, f64); 2]> = if m.repeats.len() == p.repeats.len() {
+        gm.into_iter().zip(gp).map(|(a, b)| [a, b]).collect()
+    } else {
+        Vec::new()
+    };
     let (hm, hp) = (rate * all[0].1, rate * all[1].1);
     let ours = format!(
         "{counted}; this core's {rate:.0} interruptions/s alone make about {hm:.0} and {hp:.0} of them"

@@ -318,6 +318,7 @@ pub fn throughput(out: &Outcome) -> Vec<Claim> {
                 let sum: Option<f64> = rings.iter().map(|c| rate(c, r)).sum();
                 Some(sum? / rings.len() as f64 / rate(mc?, r)?)
             })
+            .filter(|x| x.is_finite())
             .collect();
         v.push(
             Claim::new(
