@@ -75,10 +75,7 @@ pub fn spread_lower(a: &[f64], b: &[f64]) -> (Option<bool>, f64) {
         return (None, ratio);
     }
     let dist = |v: &[f64]| -> Vec<f64> {
-        let mut s = v.to_vec();
-        s.sort_by(f64::total_cmp);
-        let n = s.len();
-        let med = (s[(n - 1) / 2] + s[n / 2]) / 2.0;
+        let med = super::measure::median(v.to_vec()).unwrap_or(f64::NAN);
         v.iter().map(|x| (x - med).abs()).collect()
     };
     let (za, zb) = (dist(a), dist(b));

@@ -36,8 +36,7 @@ pub struct OrderRun {
 impl OrderRun {
     /// Orders slower than `ns`.
     pub fn above(&self, ns: u64) -> u64 {
-        let h = self.histogram.histogram();
-        h.len() - h.count_between(0, ns)
+        above(&self.histogram, ns)
     }
 
     /// Seconds the timed orders took, one after another.
@@ -54,13 +53,15 @@ impl OrderRun {
             .map(|g| {
                 self.repeats[g * n / k..(g + 1) * n / k]
                     .iter()
-                    .fold((0, 0.0), |(c, s), h| {
-                        let h2 = h.histogram();
-                        (c + h2.len() - h2.count_between(0, ns), s + seconds(h))
-                    })
+                    .fold((0, 0.0), |(c, s), h| (c + above(h, ns), s + seconds(h)))
             })
             .collect()
     }
+}
+
+fn above(h: &Latency, ns: u64) -> u64 {
+    let h = h.histogram();
+    h.len() - h.count_between(0, ns)
 }
 
 fn seconds(h: &Latency) -> f64 {

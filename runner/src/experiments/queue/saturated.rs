@@ -297,25 +297,22 @@ pub fn boost_peak(out: &Outcome) -> Option<Claim> {
 pub fn throughput(out: &Outcome) -> Vec<Claim> {
     let t = |x| out.find(Mode::Throughput, x);
     let mut v = Vec::new();
-    let lockfree: Vec<f64> = [Variant::CppRing, Variant::BoostSpsc]
+    // The lock-free rings that ran, with their saturated throughput.
+    let rings: Vec<(&Cell, f64)> = [Variant::CppRing, Variant::BoostSpsc]
         .into_iter()
-        .filter_map(|x| t(x)?.throughput())
+        .filter_map(|x| t(x).and_then(|c| Some((c, c.throughput()?))))
         .collect();
     if let (false, Some(m)) = (
-        lockfree.is_empty(),
+        rings.is_empty(),
         t(Variant::MutexCondvar).and_then(|c| c.throughput()),
     ) {
-        let lf = lockfree.iter().sum::<f64>() / lockfree.len() as f64;
+        let lf = rings.iter().map(|r| r.1).sum::<f64>() / rings.len() as f64;
         // Run by run too (`near_runs`): the medians' ratio moved 2.7x-3.2x between runs.
         let rate = |c: &Cell, r: usize| Some(c.runs.get(r)?.throughput_items_per_s);
-        let rings: Vec<&Cell> = [Variant::CppRing, Variant::BoostSpsc]
-            .into_iter()
-            .filter_map(|x| t(x).filter(|c| c.throughput().is_some()))
-            .collect();
         let mc = t(Variant::MutexCondvar);
         let runs: Vec<f64> = (0..mc.map_or(0, |c| c.runs.len()))
             .filter_map(|r| {
-                let sum: Option<f64> = rings.iter().map(|c| rate(c, r)).sum();
+                let sum: Option<f64> = rings.iter().map(|c| rate(c.0, r)).sum();
                 Some(sum? / rings.len() as f64 / rate(mc?, r)?)
             })
             .filter(|x| x.is_finite())
