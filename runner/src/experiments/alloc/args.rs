@@ -1,7 +1,7 @@
 //! `runner alloc`'s flags and their validation against this machine.
 
 use super::DOC_WORKING_SET;
-use crate::lab::error::Result;
+use crate::lab::error::{Error, Result};
 use crate::lab::experiment::Setup;
 use crate::lab::flags::{self, THREAD_NAMES};
 use crate::lab::pin::Placement;
@@ -46,6 +46,11 @@ pub struct AllocArgs {
     /// none)
     #[arg(long, allow_hyphen_values = true, value_parser = flags::count_value)]
     pub scaling_threads: Option<usize>,
+    /// Passes per repeat: each measures every contender once, each in a child of its own,
+    /// the contenders in turn; a repeat's figures are the medians of its passes (the
+    /// sweep runs in the first)
+    #[arg(long, default_value = "3", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub passes: usize,
 }
 
 /// Everything `runner alloc` was asked to do (after validation).
@@ -65,6 +70,8 @@ pub struct Settings {
     pub handoff_items: usize,
     /// Thread counts of the scaling run beside the main test's own.
     pub scaling: Vec<usize>,
+    /// Passes per repeat (`--passes`).
+    pub passes: usize,
 }
 
 /// The validated configuration: the common flags, the placement and these settings.
@@ -82,6 +89,10 @@ pub fn config(a: &AllocArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
     let sweep_max = flags::count_in("sweep-max-mib", a.sweep_max_mib, 0, 1 << 20, "MiB")?;
     let sweep_items = flags::count_in("sweep-items", a.sweep_items, 1, 1 << 36, "replacement")?;
     let handoff_items = flags::count_in("handoff-items", a.handoff_items, 0, 1 << 36, "block")?;
+    let passes = flags::count_in("passes", a.passes, 1, usize::MAX, "pass")?;
+    if passes > 99 {
+        return Err(Error::Usage(format!("--passes {passes}: at most 99")));
+    }
     let most = match a.scaling_threads {
         Some(n) => flags::count_in("scaling-threads", n, 1, THREAD_NAMES.len(), "thread")?,
         None => match pin {
@@ -113,6 +124,7 @@ pub fn config(a: &AllocArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
             sweep_items,
             handoff_items,
             scaling,
+            passes,
         },
         placement,
     ))
@@ -133,6 +145,7 @@ mod tests {
         assert_eq!(c.placement.threads(), vec![0, 1]);
         assert!(c.placement.note().unwrap().contains("1.3 GB"));
         assert_eq!(c.scaling, vec![2], "1 thread is the main test; 2 cores");
+        assert_eq!(c.passes, 3);
         let c = on_two_cores::<Alloc>(&["--scaling-threads", "1"]).unwrap();
         assert!(c.scaling.is_empty());
         let c = on_two_cores::<Alloc>(&["--threads", "2"]).unwrap();
@@ -154,6 +167,8 @@ mod tests {
                 (&["--scaling-threads", "0"][..], "at least 1"),
                 (&["--pin", "4,5"][..], "not available"),
                 (&["--ops", "x"][..], "not a number"),
+                (&["--passes", "0"][..], "at least 1"),
+                (&["--passes", "100"][..], "at most 99"),
             ],
         );
     }

@@ -9,7 +9,8 @@
 //! requested bytes (the document's Figure 2), the main test again on 1, 2, ... threads
 //! (its Figure 1 by thread count), TSC ticks per pair as the working set grows (Figure
 //! 3), and a producer/consumer run where one thread allocates and another frees.
-//! Repeats alternate the contenders.
+//! Each repeat measures every contender in several passes, the contenders in turn,
+//! each pass a child of its own; the repeat's figures are the passes' medians.
 
 mod args;
 mod claims;
@@ -55,7 +56,7 @@ impl Experiment for Alloc {
     const MAX_RUNS: usize = 100;
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts, the first two the producer/consumer)";
     const A_RUN: &'static str =
-        "the main test and the working-set sweep once per contender, contenders alternated; medians reported";
+        "every contender in each of --passes passes (3), each in a child of its own, the contenders in turn, the working-set sweep in the first pass; a repeat's figures are its passes' medians";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
     const CONTENDERS: bool = true;
 
@@ -72,6 +73,8 @@ impl Experiment for Alloc {
                 "2",
                 "--noise-seconds",
                 "0.2",
+                "--passes",
+                "1",
             ],
             seconds: 3,
         },
@@ -91,11 +94,13 @@ impl Experiment for Alloc {
                 "1000000",
                 "--noise-seconds",
                 "0.5",
+                "--passes",
+                "1",
             ],
             seconds: 12,
         },
         // Nine repeats a third the size of its own default's, one in each of the
-        // rounds of `runner all`, the working-set sweep up to 64 MiB.
+        // rounds of `runner all`, three passes each, the working-set sweep up to 64 MiB.
         default: AllRun {
             flags: &[
                 "--runs",
@@ -109,7 +114,7 @@ impl Experiment for Alloc {
                 "--sweep-max-mib",
                 "64",
             ],
-            seconds: 95,
+            seconds: 235,
         },
         full: AllRun {
             flags: &["--full"],
@@ -131,35 +136,55 @@ impl Experiment for Alloc {
         // Contenders preloaded into their child: where each library is, or why not.
         let preload: Vec<Option<std::result::Result<PathBuf, String>>> =
             Contender::ALL.iter().map(|c| c.preload()).collect();
-        let bar = session.progress((n * cfg.run.runs) as u64)?;
-        let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); n];
-        let name = |i: usize| Contender::ALL[i].name().to_string();
-        rotate::contenders(&bar, cfg.run.runs, n, name, |_, i| {
+        let passes = cfg.passes;
+        let bar = session.progress((n * passes * cfg.run.runs) as u64)?;
+        // Each repeat measures every contender `passes` times, one child each, the
+        // contenders taken in turn pass after pass: a contender's pace here drifts with
+        // the host over seconds (one child 90 ns a pair, a child ten seconds later 50), so
+        // its passes are spread over the repeat as its rivals' are, and the repeat's
+        // figures are their medians. The first pass also runs the sweep.
+        let mut passed: Vec<Vec<Vec<(usize, Sample)>>> = vec![vec![Vec::new(); cfg.run.runs]; n];
+        let name = |j: usize| {
+            let (pass, i) = (j / n, j % n);
+            format!(
+                "{} (pass {} of {passes})",
+                Contender::ALL[i].name(),
+                pass + 1
+            )
+        };
+        rotate::contenders(&bar, cfg.run.runs, n * passes, name, |run, j| {
+            let (pass, i) = (j / n, j % n);
             let preloaded = match &preload[i] {
                 Some(Ok(lib)) => Some(lib.clone()),
                 Some(Err(_)) => return Ok(()),
                 None => None,
             };
+            let first = pass == 0;
             let spec = Spec {
                 contender: Contender::ALL[i],
                 working_set: cfg.working_set,
                 ops: cfg.items,
                 threads: cfg.threads,
                 pins: cfg.placement.threads(),
-                // The sweep and the producer/consumer run in every repeat: one
-                // sweep point is a few tens of milliseconds, which one host pause
-                // can stretch by a third, and the producer/consumer rate is bimodal
-                // for some allocators; the report gives medians.
-                sweep: cfg.sweep.clone(),
+                // The sweep (in the first pass) and the producer/consumer run in every
+                // repeat: one sweep point is a few tens of milliseconds, which one host
+                // pause can stretch by a third, and the producer/consumer rate is
+                // bimodal for some allocators; the report gives medians.
+                sweep: if first { cfg.sweep.clone() } else { Vec::new() },
                 sweep_ops: cfg.sweep_items,
                 handoff_items: cfg.handoff_items,
                 scaling: cfg.scaling.clone(),
+                tls: first,
                 preloaded,
                 timer,
             };
-            samples[i].push(work::measure(&spec)?);
+            passed[i][run].push((pass, work::measure(&spec)?));
             Ok(())
         })?;
+        let samples: Vec<Vec<Sample>> = passed
+            .into_iter()
+            .map(|runs| runs.into_iter().filter_map(Sample::of_passes).collect())
+            .collect();
         let libraries = Contender::ALL
             .iter()
             .zip(preload)
