@@ -49,7 +49,7 @@ pub struct AllocArgs {
     /// Passes per repeat: each measures every contender once, each in a child of its own,
     /// the contenders in turn; a repeat's figures are the medians of its passes (the
     /// sweep runs in the first)
-    #[arg(long, default_value = "3", allow_hyphen_values = true, value_parser = flags::count_value)]
+    #[arg(long, default_value = "2", allow_hyphen_values = true, value_parser = flags::count_value)]
     pub passes: usize,
 }
 
@@ -145,7 +145,7 @@ mod tests {
         assert_eq!(c.placement.threads(), vec![0, 1]);
         assert!(c.placement.note().unwrap().contains("1.3 GB"));
         assert_eq!(c.scaling, vec![2], "1 thread is the main test; 2 cores");
-        assert_eq!(c.passes, 3);
+        assert_eq!(c.passes, 2);
         let c = on_two_cores::<Alloc>(&["--scaling-threads", "1"]).unwrap();
         assert!(c.scaling.is_empty());
         let c = on_two_cores::<Alloc>(&["--threads", "2"]).unwrap();

@@ -56,7 +56,7 @@ impl Experiment for Alloc {
     const MAX_RUNS: usize = 100;
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts, the first two the producer/consumer)";
     const A_RUN: &'static str =
-        "every contender in each of --passes passes (3), each in a child of its own, the contenders in turn, the working-set sweep in the first pass; a repeat's figures are its passes' medians";
+        "every contender in each of --passes passes (2), each in a child of its own, the contenders in turn, the working-set sweep in the first pass; a repeat's figures are its passes' medians";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
     const CONTENDERS: bool = true;
 
@@ -100,7 +100,7 @@ impl Experiment for Alloc {
             seconds: 12,
         },
         // Nine repeats a third the size of its own default's, one in each of the
-        // rounds of `runner all`, three passes each, the working-set sweep up to 64 MiB.
+        // rounds of `runner all`, two passes each, the working-set sweep up to 64 MiB.
         default: AllRun {
             flags: &[
                 "--runs",
@@ -114,7 +114,7 @@ impl Experiment for Alloc {
                 "--sweep-max-mib",
                 "64",
             ],
-            seconds: 235,
+            seconds: 150,
         },
         full: AllRun {
             flags: &["--full"],
