@@ -46,9 +46,10 @@ pub struct AllocArgs {
     /// none)
     #[arg(long, allow_hyphen_values = true, value_parser = flags::count_value)]
     pub scaling_threads: Option<usize>,
-    /// Passes per repeat: each measures every contender once, each in a child of its own,
-    /// the contenders in turn; a repeat's figures are the medians of its passes (the
-    /// sweep runs in the first)
+    /// Passes per repeat (1 to 99): each measures every contender once, each in a child of
+    /// its own, the contenders in turn; a repeat's figures are the medians of its passes
+    /// (of two: their mean), its memory, working-set sweep and thread-local read those of
+    /// its first pass. The run's time grows about in proportion
     #[arg(long, default_value = "2", allow_hyphen_values = true, value_parser = flags::count_value)]
     pub passes: usize,
 }
@@ -91,7 +92,9 @@ pub fn config(a: &AllocArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
     let handoff_items = flags::count_in("handoff-items", a.handoff_items, 0, 1 << 36, "block")?;
     let passes = flags::count_in("passes", a.passes, 1, usize::MAX, "pass")?;
     if passes > 99 {
-        return Err(Error::Usage(format!("--passes {passes}: at most 99")));
+        return Err(Error::Usage(format!(
+            "--passes {passes}: at most 99 passes"
+        )));
     }
     let most = match a.scaling_threads {
         Some(n) => flags::count_in("scaling-threads", n, 1, THREAD_NAMES.len(), "thread")?,

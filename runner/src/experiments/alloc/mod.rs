@@ -15,6 +15,7 @@
 mod args;
 mod claims;
 mod footprint;
+mod passes;
 mod report;
 mod work;
 mod workload;
@@ -56,7 +57,7 @@ impl Experiment for Alloc {
     const MAX_RUNS: usize = 100;
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts, the first two the producer/consumer)";
     const A_RUN: &'static str =
-        "every contender in each of --passes passes (2), each in a child of its own, the contenders in turn, the working-set sweep in the first pass; a repeat's figures are its passes' medians";
+        "every contender in each of --passes passes, each in a child of its own, the contenders in turn, the working-set sweep in the first pass; a repeat's figures are its passes' medians";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
     const CONTENDERS: bool = true;
 
@@ -114,11 +115,11 @@ impl Experiment for Alloc {
                 "--sweep-max-mib",
                 "64",
             ],
-            seconds: 150,
+            seconds: 165,
         },
         full: AllRun {
             flags: &["--full"],
-            seconds: 390,
+            seconds: 700,
         },
     };
 
@@ -136,24 +137,17 @@ impl Experiment for Alloc {
         // Contenders preloaded into their child: where each library is, or why not.
         let preload: Vec<Option<std::result::Result<PathBuf, String>>> =
             Contender::ALL.iter().map(|c| c.preload()).collect();
-        let passes = cfg.passes;
-        let bar = session.progress((n * passes * cfg.run.runs) as u64)?;
+        let n_passes = cfg.passes;
+        let bar = session.progress((n * n_passes * cfg.run.runs) as u64)?;
         // Each repeat measures every contender `passes` times, one child each, the
         // contenders taken in turn pass after pass: a contender's pace here drifts with
         // the host over seconds (one child 90 ns a pair, a child ten seconds later 50), so
         // its passes are spread over the repeat as its rivals' are, and the repeat's
         // figures are their medians. The first pass also runs the sweep.
         let mut passed: Vec<Vec<Vec<(usize, Sample)>>> = vec![vec![Vec::new(); cfg.run.runs]; n];
-        let name = |j: usize| {
-            let (pass, i) = (j / n, j % n);
-            format!(
-                "{} (pass {} of {passes})",
-                Contender::ALL[i].name(),
-                pass + 1
-            )
-        };
-        rotate::contenders(&bar, cfg.run.runs, n * passes, name, |run, j| {
-            let (pass, i) = (j / n, j % n);
+        let name = |j: usize| Contender::ALL[j % n].name().to_string();
+        rotate::contenders(&bar, cfg.run.runs, n * n_passes, name, |run, j| {
+            let (pass, i) = passes::pass_of(run, j, n, n_passes);
             let preloaded = match &preload[i] {
                 Some(Ok(lib)) => Some(lib.clone()),
                 Some(Err(_)) => return Ok(()),
@@ -181,10 +175,7 @@ impl Experiment for Alloc {
             passed[i][run].push((pass, work::measure(&spec)?));
             Ok(())
         })?;
-        let samples: Vec<Vec<Sample>> = passed
-            .into_iter()
-            .map(|runs| runs.into_iter().filter_map(Sample::of_passes).collect())
-            .collect();
+        let samples = passes::repeats(passed);
         let libraries = Contender::ALL
             .iter()
             .zip(preload)

@@ -15,7 +15,6 @@ use super::workload::{
     Void,
 };
 use crate::lab::error::{Error, Result};
-use crate::lab::measure::median_or_nan;
 use crate::lab::{harness, stop};
 use handoff_alloc::takes::{Single, Take1, Take2, Take3, Take3Pow2};
 use handoff_clock::Timer;
@@ -260,48 +259,6 @@ pub fn tls_read_ns(timer: handoff_clock::Timer) -> f64 {
     (median(tls) - median(plain)).max(0.0)
 }
 
-impl Sample {
-    /// One repeat's figures from its passes (pass number, sample), each a child of its
-    /// own, the first pass with the sweep: the medians of the main test's time and pace, of
-    /// each scaling count's and of the producer/consumer rate; memory, the sweep and the
-    /// counters from the first pass. `None` without a first pass (a run cut short).
-    pub fn of_passes(mut passes: Vec<(usize, Sample)>) -> Option<Sample> {
-        let at = passes.iter().position(|(p, _)| *p == 0)?;
-        let (_, first) = passes.swap_remove(at);
-        let rest: Vec<Sample> = passes.into_iter().map(|(_, s)| s).collect();
-        Some(first.with_medians(&rest))
-    }
-
-    /// This first pass's sample with the medians of it and `rest` (see [`Sample::of_passes`]).
-    pub fn with_medians(mut self, rest: &[Sample]) -> Sample {
-        if rest.is_empty() {
-            return self;
-        }
-        let all = || std::iter::once(&self).chain(rest);
-        let seconds = median_or_nan(all().map(|s| s.seconds));
-        let ns = median_or_nan(all().map(|s| s.ns_per_pair));
-        let rate: Vec<f64> = all().filter_map(|s| s.handoff_per_s).collect();
-        let handoff_per_s = (!rate.is_empty()).then(|| median_or_nan(rate));
-        let scaling = self
-            .scaling
-            .iter()
-            .map(|&(t, _, _)| {
-                let at = || all().filter_map(move |s| s.scaling.iter().find(|p| p.0 == t));
-                (
-                    t,
-                    median_or_nan(at().map(|p| p.1)),
-                    median_or_nan(at().map(|p| p.2)),
-                )
-            })
-            .collect();
-        self.seconds = seconds;
-        self.ns_per_pair = ns;
-        self.handoff_per_s = handoff_per_s;
-        self.scaling = scaling;
-        self
-    }
-}
-
 /// handoff-alloc's slow-path events over one run of the test, from its statistics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlowPath {
@@ -389,11 +346,11 @@ pub fn child_task(input: &[u8]) -> std::result::Result<Vec<u8>, String> {
                 crate::lab::contenders::BINARY
             ))
         }
-        Contender::Take1 => run(|| Taken(Take1::new()), &spec),
-        Contender::Take2 => run(|| Taken(Take2::new()), &spec),
-        Contender::Take3 => run(|| Taken(Take3::new()), &spec),
-        Contender::Take3Pow2 => run(|| Taken(Take3Pow2::new()), &spec),
-        Contender::Void => run(Void::new, &spec),
+        Contender::Take1 => run(|| Taken(Take1::new()), &spec, || Ok(None)),
+        Contender::Take2 => run(|| Taken(Take2::new()), &spec, || Ok(None)),
+        Contender::Take3 => run(|| Taken(Take3::new()), &spec, || Ok(None)),
+        Contender::Take3Pow2 => run(|| Taken(Take3Pow2::new()), &spec, || Ok(None)),
+        Contender::Void => run(Void::new, &spec, || Ok(None)),
     }
     .map_err(|e| e.to_string())?;
     serde_json::to_vec(&sample).map_err(|e| e.to_string())
@@ -439,11 +396,11 @@ impl<const L: u8, const P: bool> Blocks for Taken<Single<L, P>> {
 
 /// A contender's test, sweep and producer/consumer run.
 fn real<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<Sample> {
-    let mut sample = run(|| Real(a), spec)?;
-    if spec.handoff_items > 0 {
-        sample.handoff_per_s = Some(cross(a, spec)?);
-    }
-    Ok(sample)
+    run(
+        || Real(a),
+        spec,
+        || (spec.handoff_items > 0).then(|| cross(a, spec)).transpose(),
+    )
 }
 
 /// Peak and current resident memory of this process, in bytes (`VmHWM`, `VmRSS`).
@@ -463,8 +420,14 @@ fn resident() -> (usize, usize) {
 /// One main-test thread's (steady seconds, peak requested bytes), once it is done.
 type Slot = Mutex<Option<Result<(f64, usize)>>>;
 
-/// The main test, its scaling run and the sweep, each thread with its own `new()`.
-fn run<B: Blocks, F: Fn() -> B + Sync>(new: F, spec: &Spec) -> Result<Sample> {
+/// The main test, its scaling run, `between` (the producer/consumer run: before the
+/// sweep, which only a repeat's first pass runs, so that every pass measures it after the
+/// same work) and the sweep, each thread with its own `new()`.
+fn run<B: Blocks, F: Fn() -> B + Sync>(
+    new: F,
+    spec: &Spec,
+    between: impl FnOnce() -> Result<Option<f64>>,
+) -> Result<Sample> {
     let stop = stop::flag();
     let (_, before) = resident();
     let (seconds, ns_per_pair, peak_requested) = main_test(&new, spec, spec.threads.max(1))?;
@@ -474,6 +437,7 @@ fn run<B: Blocks, F: Fn() -> B + Sync>(new: F, spec: &Spec) -> Result<Sample> {
         let (s, ns, _) = main_test(&new, spec, t)?;
         scaling.push((t, s, ns));
     }
+    let handoff_per_s = between()?;
     let mut sweep = Vec::new();
     let mut sweep_counters = Vec::new();
     let counted = spec.contender == Contender::Handoff;
@@ -501,7 +465,7 @@ fn run<B: Blocks, F: Fn() -> B + Sync>(new: F, spec: &Spec) -> Result<Sample> {
         peak_requested,
         peak_resident: hwm.saturating_sub(before),
         sweep,
-        handoff_per_s: None,
+        handoff_per_s,
         scaling,
         sweep_counters,
         tls_ns: if counted && spec.tls {
@@ -608,46 +572,4 @@ fn cross<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<f64> {
         return Err(Error::Run("a handed-off block was overwritten".into()));
     }
     Ok(spec.timer.per_second(n, ticks))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Sample;
-
-    fn pass(ns: f64, rate: f64, two: f64, sweep: bool) -> Sample {
-        Sample {
-            seconds: ns / 100.0,
-            ns_per_pair: ns,
-            peak_resident: 7,
-            handoff_per_s: Some(rate),
-            scaling: vec![(2, 1.0, two)],
-            sweep: if sweep {
-                vec![(1 << 20, 30.0)]
-            } else {
-                Vec::new()
-            },
-            ..Sample::default()
-        }
-    }
-
-    #[test]
-    fn a_repeat_is_the_median_of_its_passes_with_the_first_passs_sweep() {
-        // The passes in the order they ran: the first pass (with the sweep) last.
-        let passes = vec![
-            (2, pass(90.0, 40e6, 60.0, false)),
-            (1, pass(50.0, 10e6, 45.0, false)),
-            (0, pass(55.0, 38e6, 200.0, true)),
-        ];
-        let s = Sample::of_passes(passes).unwrap();
-        assert_eq!(s.ns_per_pair, 55.0);
-        assert!((s.seconds - 0.55).abs() < 1e-12);
-        assert_eq!(s.handoff_per_s, Some(38e6));
-        assert_eq!(s.scaling, vec![(2, 1.0, 60.0)]);
-        assert_eq!(s.sweep, vec![(1 << 20, 30.0)]);
-        assert_eq!(s.peak_resident, 7);
-        // One pass: itself; no first pass (a repeat cut short): none.
-        let one = Sample::of_passes(vec![(0, pass(70.0, 1.0, 2.0, true))]).unwrap();
-        assert_eq!(one.ns_per_pair, 70.0);
-        assert!(Sample::of_passes(vec![(1, pass(70.0, 1.0, 2.0, false))]).is_none());
-    }
 }
