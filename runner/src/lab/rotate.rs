@@ -21,6 +21,24 @@ pub fn order(run: usize, n: usize) -> impl Iterator<Item = usize> {
     (0..n).map(move |k| (k + run) % n)
 }
 
+/// For [`contenders`] over `n * passes` children, each of the `n` contenders measured
+/// `passes` times a run: which pass and which contender child `j` of run `run` is. The
+/// pass counts from the run's own start ([`order`] starts run `run` at `run % (n *
+/// passes)`), so that every contender's pass 0 comes first in its run and the contenders
+/// keep the rotated order pass after pass.
+///
+/// ```
+/// use runner::lab::rotate::{order, pass_of};
+/// // 3 contenders, 2 passes: run 4 starts at child 4.
+/// let run: Vec<_> = order(4, 6).map(|j| pass_of(4, j, 3, 2)).collect();
+/// assert_eq!(run, [(0, 1), (0, 2), (0, 0), (1, 1), (1, 2), (1, 0)]);
+/// ```
+pub fn pass_of(run: usize, j: usize, n: usize, passes: usize) -> (usize, usize) {
+    let all = n * passes;
+    let k = (j + all - run % all) % all;
+    (k / n, j % n)
+}
+
 /// For each of `runs` runs and each of `n` contenders in [`order`]: stops with
 /// `Interrupted` on Ctrl-C, names the step on `bar` (`run 2 <name(i)>`), calls
 /// `measure(run, i)` and advances `bar` by one. Clears `bar` at the end. In `runner

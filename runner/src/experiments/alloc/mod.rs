@@ -147,7 +147,7 @@ impl Experiment for Alloc {
         let mut passed: Vec<Vec<Vec<(usize, Sample)>>> = vec![vec![Vec::new(); cfg.run.runs]; n];
         let name = |j: usize| Contender::ALL[j % n].name().to_string();
         rotate::contenders(&bar, cfg.run.runs, n * n_passes, name, |run, j| {
-            let (pass, i) = passes::pass_of(run, j, n, n_passes);
+            let (pass, i) = rotate::pass_of(run, j, n, n_passes);
             let preloaded = match &preload[i] {
                 Some(Ok(lib)) => Some(lib.clone()),
                 Some(Err(_)) => return Ok(()),

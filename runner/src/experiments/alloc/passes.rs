@@ -4,20 +4,6 @@
 use super::work::Sample;
 use crate::lab::measure::median_or_nan;
 
-/// Which pass and which of the `n` contenders the `k`-th child of run `run` measures,
-/// for `rotate::contenders` over `n * passes` children (`j`: the child's index, which
-/// `rotate::order` starts at `run % (n * passes)`). The pass counts from the run's own
-/// start, so that every contender's pass 0 (the one with the sweep) comes first in
-/// its run and the contenders stay in the rotated order pass after pass.
-///
-/// With 3 contenders and 2 passes, run 4 starts at j = 4: (pass 0, contender 1), (0, 2),
-/// (0, 0), (1, 1), (1, 2), (1, 0) (the test `every_contender_starts_its_run_with_its_first_pass`).
-pub(super) fn pass_of(run: usize, j: usize, n: usize, passes: usize) -> (usize, usize) {
-    let all = n * passes;
-    let k = (j + all - run % all) % all;
-    (k / n, j % n)
-}
-
 /// Each contender's repeats from its passes (`passed[contender][run]`: (pass, sample) in
 /// the order they ran). A repeat is kept for every contender or for none: where a
 /// contender that ran at all lacks its first pass in a repeat (a run cut short), that
@@ -134,12 +120,13 @@ mod tests {
 
     #[test]
     fn every_contender_starts_its_run_with_its_first_pass() {
+        // `rotate::pass_of` over `rotate::order`, as `runner alloc` uses them.
         for (n, passes) in [(3, 2), (11, 2), (11, 3), (4, 1)] {
             for run in 0..30 {
                 let order: Vec<usize> = crate::lab::rotate::order(run, n * passes).collect();
                 let mut seen = vec![0usize; n];
                 for (k, &j) in order.iter().enumerate() {
-                    let (pass, i) = pass_of(run, j, n, passes);
+                    let (pass, i) = crate::lab::rotate::pass_of(run, j, n, passes);
                     assert_eq!(pass, k / n, "run {run}: child {k} is in pass {}", k / n);
                     assert_eq!(pass, seen[i], "contender {i}'s passes in order");
                     seen[i] += 1;
