@@ -64,10 +64,14 @@ impl Experiment for Pool {
             flags: &["--runs", "4", "--items", "500000", "--noise-seconds", "0.5"],
             seconds: 5,
         },
-        // A warm-up and 18 repeats, two in each of the rounds of `runner all`.
+        // A warm-up and 54 repeats, six in each of the rounds of `runner all` (a
+        // repeat takes about half a second here). Until 2026-12-05 it was 18, two a
+        // round: claims whose repeats fall on the median's side four times in five
+        // (LOCKFREE / malloc, concurrent) needed 14 of 18 and got it in one run of two;
+        // 54 repeats need 35 (65%, `lab::claims::needed`).
         default: AllRun {
-            flags: &["--runs", "19"],
-            seconds: 22,
+            flags: &["--runs", "55"],
+            seconds: 40,
         },
         full: AllRun {
             flags: &[],

@@ -5,6 +5,7 @@
 //! few MB, see `crate::launch`, so that the peak is the program's own).
 
 use crate::lab::error::{Error, Result};
+use crate::lab::measure::median_or_nan;
 use crate::launch::{Launch, Report};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -203,6 +204,18 @@ impl Program {
         }
     }
 
+    /// How many times a run runs the program under every allocator, the allocators in
+    /// turn each time, the run's figures being the medians of these passes
+    /// ([`of_passes`]): document 004's test takes 0.08 s at `runner all`'s scale, short
+    /// enough for the host's moments to move one run's ratios 0.73-1.57x (2026-12-05),
+    /// and cheap enough to run five times; the other programs once.
+    pub fn passes(self) -> usize {
+        match self {
+            Program::AllocTest => 5,
+            _ => 1,
+        }
+    }
+
     /// Its executables' paths, or why it is unavailable and how to get it.
     pub fn find(self) -> std::result::Result<Vec<PathBuf>, String> {
         let (needs, how) = self.needs();
@@ -249,6 +262,36 @@ pub struct Sample {
     /// each.
     #[serde(default)]
     pub ns_per_replacement: Option<f64>,
+}
+
+/// One run's sample of a program under one allocator from its passes' samples
+/// ([`Program::passes`], in the order they ran): the medians of the wall time, CPU time,
+/// peak memory and time a replacement, and the output they all printed. A pass that
+/// failed, or printed another output than the first, fails the run (the first such
+/// pass's error).
+pub fn of_passes(passes: Vec<Result<Sample>>) -> Result<Sample> {
+    let passes: Vec<Sample> = passes.into_iter().collect::<Result<_>>()?;
+    let Some(first) = passes.first() else {
+        return Err(Error::Run("no pass ran".into()));
+    };
+    if let Some(k) = passes.iter().position(|p| p.output != first.output) {
+        return Err(Error::Run(format!(
+            "pass {} of {} printed another output than pass 1: {:?} vs {:?}",
+            k + 1,
+            passes.len(),
+            passes[k].output,
+            first.output
+        )));
+    }
+    let of = |f: fn(&Sample) -> f64| median_or_nan(passes.iter().map(f));
+    let per: Vec<f64> = passes.iter().filter_map(|p| p.ns_per_replacement).collect();
+    Ok(Sample {
+        wall_s: of(|p| p.wall_s),
+        cpu_s: of(|p| p.cpu_s),
+        peak_bytes: of(|p| p.peak_bytes as f64).round() as u64,
+        output: first.output.clone(),
+        ns_per_replacement: (per.len() == passes.len()).then(|| median_or_nan(per)),
+    })
 }
 
 /// Sizes of the workloads at `scale` (1 = the default).
