@@ -326,7 +326,7 @@ pub fn needed(n: usize) -> usize {
 /// assert_eq!(ratio_at_least(&[1.49, 1.47, 1.52, 1.45, 1.56], 1.5, "a/b").0, Verdict::WithinNoise);
 /// ```
 pub fn ratio_at_least(ratios: &[f64], k: f64, rule: &str) -> (Verdict, String) {
-    ratio_with(ratios, k, rule, needed(ratios.len()))
+    ratio_with(ratios, k, rule, needed(ratios.len()), true)
 }
 
 /// [`ratio_at_least`] for a claim about a regime that the host holds for a whole
@@ -341,10 +341,23 @@ pub fn ratio_at_least(ratios: &[f64], k: f64, rule: &str) -> (Verdict, String) {
 /// assert_eq!(regime_at_least(&nine, 1.0, "each run").0, Verdict::WithinNoise);
 /// ```
 pub fn regime_at_least(ratios: &[f64], k: f64, rule: &str) -> (Verdict, String) {
-    ratio_with(ratios, k, rule, ratios.len())
+    ratio_with(ratios, k, rule, ratios.len(), true)
 }
 
-fn ratio_with(ratios: &[f64], k: f64, rule: &str, need: usize) -> (Verdict, String) {
+/// [`ratio_at_least`] without the [`GUARD`] around the line, for a ratio the host does
+/// not move by a few percent from one process to the next, only in a moment it stalls
+/// (a paced run's delivered over offered rate: 1.000 but for a run a stall cut short).
+///
+/// ```
+/// use runner::lab::claims::{share_at_least, Verdict};
+/// let nine = [1.0, 1.0, 0.999, 1.0, 1.0, 0.986, 0.827, 1.0, 1.0];
+/// assert_eq!(share_at_least(&nine, 0.95, "delivered").0, Verdict::Holds);
+/// ```
+pub fn share_at_least(ratios: &[f64], k: f64, rule: &str) -> (Verdict, String) {
+    ratio_with(ratios, k, rule, needed(ratios.len()), false)
+}
+
+fn ratio_with(ratios: &[f64], k: f64, rule: &str, need: usize, guard: bool) -> (Verdict, String) {
     let n = ratios.len();
     if n == 0 {
         return (Verdict::NotMeasured, format!("{rule}: no repeats"));
@@ -358,7 +371,7 @@ fn ratio_with(ratios: &[f64], k: f64, rule: &str, need: usize) -> (Verdict, Stri
     };
     let at_least = ratios.iter().filter(|&&r| r >= k).count();
     let agree = if median >= k { at_least } else { n - at_least };
-    let close = (median / k - 1.0).abs() < GUARD;
+    let close = guard && (median / k - 1.0).abs() < GUARD;
     let verdict = if agree < need || close {
         Verdict::WithinNoise
     } else if median >= k {

@@ -158,27 +158,17 @@ impl Outcome {
         ).at("project target beside Test results, Figures 1 and 2"));
         let x = self.handoff(h) / self.handoff(Contender::Mimalloc);
         claims.push(if cfg.handoff_items > 0 {
+            let (each, judged) = super::cross::judged(self.of(h), self.of(Contender::Mimalloc));
             Claim::new(
                 "cross_thread_frees",
                 "project target: one thread allocates, another frees; at least as fast as mimalloc",
                 "(ours, not the document's: its allocator is single-threaded)",
                 format!(
-                    "{:.2} M/s vs mimalloc {:.2} M/s ({x:.2}x)",
+                    "{:.2} M/s vs mimalloc {:.2} M/s ({x:.2}x); {each}",
                     self.handoff(h) / 1e6,
                     self.handoff(Contender::Mimalloc) / 1e6
                 ),
-                // Repeat by repeat (each repeat's two ran in one round): handoff-alloc's rate
-                // here is bimodal on this guest (13 or 33 M/s in consecutive runs).
-                ratio_at_least(
-                    &self
-                        .of(h)
-                        .iter()
-                        .zip(self.of(Contender::Mimalloc))
-                        .filter_map(|(a, b)| Some(a.handoff_per_s? / b.handoff_per_s?))
-                        .collect::<Vec<f64>>(),
-                    1.0,
-                    "handoff-alloc's rate over mimalloc's",
-                ),
+                judged,
             )
             .at(CROSS_THREAD_WHERE)
         } else {

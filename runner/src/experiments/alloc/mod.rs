@@ -14,6 +14,7 @@
 
 mod args;
 mod claims;
+mod cross;
 mod footprint;
 mod passes;
 mod report;

@@ -199,6 +199,14 @@ pub struct Sample {
     pub sweep: Vec<(usize, f64)>,
     /// Blocks per second of the producer/consumer run.
     pub handoff_per_s: Option<f64>,
+    /// The cores' round trip (ns) probed before and after the producer/consumer run:
+    /// the placement it ran in (`probed_cross`).
+    #[serde(default)]
+    pub handoff_around_ns: Option<(f64, f64)>,
+    /// Each pass's rate and probes of the producer/consumer run, in pass order: filled
+    /// where a repeat's passes are merged (`passes::of_passes`), empty in a child's.
+    #[serde(default)]
+    pub handoff_passes: Vec<Cross>,
     /// (threads, seconds, ns per pair per thread) of the scaling run.
     #[serde(default)]
     pub scaling: Vec<(usize, f64, f64)>,
@@ -399,7 +407,11 @@ fn real<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<Sample> {
     run(
         || Real(a),
         spec,
-        || (spec.handoff_items > 0).then(|| cross(a, spec)).transpose(),
+        || {
+            (spec.handoff_items > 0)
+                .then(|| probed_cross(a, spec))
+                .transpose()
+        },
     )
 }
 
@@ -426,7 +438,7 @@ type Slot = Mutex<Option<Result<(f64, usize)>>>;
 fn run<B: Blocks, F: Fn() -> B + Sync>(
     new: F,
     spec: &Spec,
-    between: impl FnOnce() -> Result<Option<f64>>,
+    between: impl FnOnce() -> Result<Option<Cross>>,
 ) -> Result<Sample> {
     let stop = stop::flag();
     let (_, before) = resident();
@@ -437,7 +449,7 @@ fn run<B: Blocks, F: Fn() -> B + Sync>(
         let (s, ns, _) = main_test(&new, spec, t)?;
         scaling.push((t, s, ns));
     }
-    let handoff_per_s = between()?;
+    let handoff = between()?;
     let mut sweep = Vec::new();
     let mut sweep_counters = Vec::new();
     let counted = spec.contender == Contender::Handoff;
@@ -465,7 +477,9 @@ fn run<B: Blocks, F: Fn() -> B + Sync>(
         peak_requested,
         peak_resident: hwm.saturating_sub(before),
         sweep,
-        handoff_per_s,
+        handoff_per_s: handoff.map(|h| h.0),
+        handoff_around_ns: handoff.and_then(|h| h.1),
+        handoff_passes: Vec::new(),
         scaling,
         sweep_counters,
         tls_ns: if counted && spec.tls {
@@ -511,6 +525,22 @@ fn main_test<B: Blocks, F: Fn() -> B + Sync>(
     let ns_per_pair = steady * 1e9 / t as f64 / (spec.ops / t).max(1) as f64;
     Ok((seconds, ns_per_pair, peak_requested))
 }
+
+/// [`cross`], with the cores' cache-line round trip probed just before and just after
+/// it ([`harness::link_probe`]; `None` on one core): the rate depends on where the host
+/// put the two vCPUs, about 3 times higher with them ~110 ns apart than ~390 ns apart
+/// here, for handoff-alloc and mimalloc alike (2026-12-05).
+fn probed_cross<A: GlobalAlloc + Sync>(a: &A, spec: &Spec) -> Result<Cross> {
+    let pins = (spec.pins[0], *spec.pins.get(1).unwrap_or(&spec.pins[0]));
+    let probe = || harness::link_probe(spec.timer, stop::flag(), pins.0, pins.1);
+    let before = probe()?;
+    let rate = cross(a, spec)?;
+    Ok((rate, before.zip(probe()?)))
+}
+
+/// A producer/consumer run's rate (blocks per second) and the cores' round trips (ns)
+/// probed before and after it.
+pub type Cross = (f64, Option<(f64, f64)>);
 
 /// One thread allocates blocks of the test's sizes and writes them; another, through a
 /// `handoff_spsc` ring, reads and frees them. Blocks per second.

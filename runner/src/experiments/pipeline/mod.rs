@@ -10,6 +10,7 @@ pub mod cross_l3;
 pub mod order;
 pub mod report;
 mod sweep_claims;
+mod throughput;
 pub mod work;
 
 mod args;
