@@ -164,9 +164,14 @@ impl Outcome {
                 "project target: one thread allocates, another frees; at least as fast as mimalloc",
                 "(ours, not the document's: its allocator is single-threaded)",
                 format!(
-                    "{:.2} M/s vs mimalloc {:.2} M/s ({x:.2}x); {each}",
+                    "{:.2} M/s vs mimalloc {:.2} M/s ({x:.2}x, medians over every placement){}",
                     self.handoff(h) / 1e6,
-                    self.handoff(Contender::Mimalloc) / 1e6
+                    self.handoff(Contender::Mimalloc) / 1e6,
+                    if each.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {each}")
+                    }
                 ),
                 judged,
             )

@@ -41,19 +41,19 @@ pub(super) fn repeats(passed: Vec<Vec<Vec<(usize, Sample)>>>) -> Vec<Vec<Sample>
 /// One repeat's figures from its passes (pass number, sample), each a child of its own,
 /// the first pass with the sweep: the medians of the main test's time and pace, of each
 /// scaling count's and of the producer/consumer rate (of two passes: their mean), and
-/// every pass's producer/consumer rate with its placement probes (`handoff_passes`, in
-/// pass order, for the cross-thread claim); memory, the sweep, the counters and the
+/// every pass's producer/consumer rate with its placement probes (`handoff_passes`, by
+/// pass number, for the cross-thread claim); memory, the sweep, the counters and the
 /// thread-local read from the first pass.
 /// `None` without a first pass.
 pub(super) fn of_passes(mut passes: Vec<(usize, Sample)>) -> Option<Sample> {
     let at = passes.iter().position(|(p, _)| *p == 0)?;
     let (_, mut first) = passes.swap_remove(at);
     passes.sort_by_key(|p| p.0);
-    let rest: Vec<Sample> = passes.into_iter().map(|(_, s)| s).collect();
-    first.handoff_passes = std::iter::once(&first)
-        .chain(&rest)
-        .filter_map(|s| Some((s.handoff_per_s?, s.handoff_around_ns)))
+    first.handoff_passes = std::iter::once((0, &first))
+        .chain(passes.iter().map(|(k, s)| (*k, s)))
+        .filter_map(|(k, s)| Some((k, (s.handoff_per_s?, s.handoff_around_ns))))
         .collect();
+    let rest: Vec<Sample> = passes.into_iter().map(|(_, s)| s).collect();
     if rest.is_empty() {
         return Some(first);
     }
@@ -117,8 +117,8 @@ mod tests {
         assert!((s.seconds - 0.55).abs() < 1e-12);
         assert_eq!(s.handoff_per_s, Some(38e6));
         // Every pass's rate, in pass order, for the cross-thread claim's pairs.
-        let rates: Vec<f64> = s.handoff_passes.iter().map(|p| p.0).collect();
-        assert_eq!(rates, vec![38e6, 10e6, 40e6]);
+        let rates: Vec<(usize, f64)> = s.handoff_passes.iter().map(|p| (p.0, p.1 .0)).collect();
+        assert_eq!(rates, vec![(0, 38e6), (1, 10e6), (2, 40e6)]);
         assert_eq!(s.scaling, vec![(2, 1.0, 60.0)]);
         assert_eq!(s.sweep, vec![(1 << 20, 30.0)]);
         assert_eq!(s.peak_resident, 7);

@@ -203,10 +203,11 @@ pub struct Sample {
     /// the placement it ran in (`probed_cross`).
     #[serde(default)]
     pub handoff_around_ns: Option<(f64, f64)>,
-    /// Each pass's rate and probes of the producer/consumer run, in pass order: filled
-    /// where a repeat's passes are merged (`passes::of_passes`), empty in a child's.
+    /// Each pass's number with its producer/consumer run's rate and probes, in pass
+    /// order: filled where a repeat's passes are merged (`passes::of_passes`), empty in a
+    /// child's.
     #[serde(default)]
-    pub handoff_passes: Vec<Cross>,
+    pub handoff_passes: Vec<(usize, Cross)>,
     /// (threads, seconds, ns per pair per thread) of the scaling run.
     #[serde(default)]
     pub scaling: Vec<(usize, f64, f64)>,

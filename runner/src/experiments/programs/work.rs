@@ -267,8 +267,8 @@ pub struct Sample {
 /// One run's sample of a program under one allocator from its passes' samples
 /// ([`Program::passes`], in the order they ran): the medians of the wall time, CPU time,
 /// peak memory and time a replacement, and the output they all printed. A pass that
-/// failed, or printed another output than the first, fails the run (the first such
-/// pass's error).
+/// failed fails the run (the first failed pass's error), and so, where none failed, does
+/// a pass that printed another output than the first.
 pub fn of_passes(passes: Vec<Result<Sample>>) -> Result<Sample> {
     let passes: Vec<Sample> = passes.into_iter().collect::<Result<_>>()?;
     let Some(first) = passes.first() else {
