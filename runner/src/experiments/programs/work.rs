@@ -206,7 +206,7 @@ impl Program {
 
     /// How many times a run runs the program under every allocator, the allocators in
     /// turn each time, the run's figures being the medians of these passes
-    /// ([`of_passes`]): document 004's test takes 0.08 s at `runner all`'s scale, short
+    /// (`of_passes`): document 004's test takes 0.08 s at `runner all`'s scale, short
     /// enough for the host's moments to move one run's ratios 0.73-1.57x (2026-12-05),
     /// and cheap enough to run five times; the other programs once.
     pub fn passes(self) -> usize {
