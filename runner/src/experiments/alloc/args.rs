@@ -52,6 +52,13 @@ pub struct AllocArgs {
     /// its first pass. The run's time grows about in proportion
     #[arg(long, default_value = "2", allow_hyphen_values = true, value_parser = flags::count_value)]
     pub passes: usize,
+    /// Parts of the main test's replacements (0 to 1000) a pass's children take turns at,
+    /// all alive at once, one working at a time, so that the host's drift over seconds
+    /// reaches every contender alike; 0: each child alone, one after the other. Turns need
+    /// every child's working set in memory at once: with less than twice that free, the
+    /// run goes without them and says so
+    #[arg(long, default_value = "16", allow_hyphen_values = true, value_parser = flags::count_value)]
+    pub turns: usize,
 }
 
 /// Everything `runner alloc` was asked to do (after validation).
@@ -73,6 +80,8 @@ pub struct Settings {
     pub scaling: Vec<usize>,
     /// Passes per repeat (`--passes`).
     pub passes: usize,
+    /// Parts the children of a pass take turns at (`--turns`; 0: none).
+    pub turns: usize,
 }
 
 /// The validated configuration: the common flags, the placement and these settings.
@@ -96,6 +105,7 @@ pub fn config(a: &AllocArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
             "--passes {passes}: at most 99 passes"
         )));
     }
+    let mut turns = flags::count_in("turns", a.turns, 0, 1000, "part")?;
     let most = match a.scaling_threads {
         Some(n) => flags::count_in("scaling-threads", n, 1, THREAD_NAMES.len(), "thread")?,
         None => match pin {
@@ -118,6 +128,21 @@ pub fn config(a: &AllocArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
             working_set / MIB
         ));
     }
+    // At least one replacement a part on every thread count.
+    turns = turns.min(items / threads.max(most));
+    if turns > 0 {
+        // Every child's working set live at once, twice over for the allocators' own
+        // overhead and the scaling run's share.
+        let need = working_set.saturating_mul(2 * super::Contender::ALL.len());
+        if let Some(free) = available_memory().filter(|&free| free < need) {
+            placement = placement.noted(format!(
+                "no turns: they need about {} MiB free, {} MiB are (each child runs alone)",
+                need / MIB,
+                free / MIB
+            ));
+            turns = 0;
+        }
+    }
     Ok((
         Settings {
             working_set,
@@ -128,9 +153,18 @@ pub fn config(a: &AllocArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
             handoff_items,
             scaling,
             passes,
+            turns,
         },
         placement,
     ))
+}
+
+/// `MemAvailable` of /proc/meminfo, in bytes; `None` where it cannot be read.
+fn available_memory() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
 }
 
 #[cfg(test)]
@@ -149,6 +183,12 @@ mod tests {
         assert!(c.placement.note().unwrap().contains("1.3 GB"));
         assert_eq!(c.scaling, vec![2], "1 thread is the main test; 2 cores");
         assert_eq!(c.passes, 2);
+        // Turns where 2 x 11 x 256 MiB are free, else none, and the note says why.
+        let fits = available_memory().is_none_or(|free| free >= 22 * 256 * MIB);
+        assert_eq!(c.turns, if fits { 16 } else { 0 });
+        assert_eq!(c.placement.note().unwrap().contains("no turns"), !fits);
+        let c = on_two_cores::<Alloc>(&["--turns", "0"]).unwrap();
+        assert_eq!(c.turns, 0);
         let c = on_two_cores::<Alloc>(&["--scaling-threads", "1"]).unwrap();
         assert!(c.scaling.is_empty());
         let c = on_two_cores::<Alloc>(&["--threads", "2"]).unwrap();
@@ -172,6 +212,7 @@ mod tests {
                 (&["--ops", "x"][..], "not a number"),
                 (&["--passes", "0"][..], "at least 1"),
                 (&["--passes", "100"][..], "at most 99"),
+                (&["--turns", "1001"][..], "at most 1000"),
             ],
         );
     }

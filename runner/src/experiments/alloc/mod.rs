@@ -18,6 +18,7 @@ mod cross;
 mod footprint;
 mod passes;
 mod report;
+mod turns;
 mod work;
 mod workload;
 
@@ -139,23 +140,22 @@ impl Experiment for Alloc {
         let preload: Vec<Option<std::result::Result<PathBuf, String>>> =
             Contender::ALL.iter().map(|c| c.preload()).collect();
         let n_passes = cfg.passes;
-        let bar = session.progress((n * n_passes * cfg.run.runs) as u64)?;
-        // Each repeat measures every contender `passes` times, one child each, the
-        // contenders taken in turn pass after pass: a contender's pace here drifts with
-        // the host over seconds (one child 90 ns a pair, a child ten seconds later 50), so
-        // its passes are spread over the repeat as its rivals' are, and the repeat's
-        // figures are their medians. The first pass also runs the sweep.
+        // Each repeat measures every contender `passes` times, one child each: a
+        // contender's pace here drifts with the host over seconds (one child 90 ns a
+        // pair, a child ten seconds later 50), so its passes are spread over the repeat
+        // as its rivals' are, and the repeat's figures are their medians. With turns
+        // (`--turns`, the default) a pass's children are alive together and take turns
+        // at the main test and the scaling run, a few milliseconds each; without, they
+        // run one after the other. The first pass also runs the sweep.
         let mut passed: Vec<Vec<Vec<(usize, Sample)>>> = vec![vec![Vec::new(); cfg.run.runs]; n];
-        let name = |j: usize| Contender::ALL[j % n].name().to_string();
-        rotate::contenders(&bar, cfg.run.runs, n * n_passes, name, |run, j| {
-            let (pass, i) = rotate::pass_of(run, j, n, n_passes);
+        let spec = |pass: usize, i: usize| -> Option<Spec> {
             let preloaded = match &preload[i] {
                 Some(Ok(lib)) => Some(lib.clone()),
-                Some(Err(_)) => return Ok(()),
+                Some(Err(_)) => return None,
                 None => None,
             };
             let first = pass == 0;
-            let spec = Spec {
+            Some(Spec {
                 contender: Contender::ALL[i],
                 working_set: cfg.working_set,
                 ops: cfg.items,
@@ -163,8 +163,8 @@ impl Experiment for Alloc {
                 pins: cfg.placement.threads(),
                 // The sweep (in the first pass) and the producer/consumer run in every
                 // repeat: one sweep point is a few tens of milliseconds, which one host
-                // pause can stretch by a third, and the producer/consumer rate is
-                // bimodal for some allocators; the report gives medians.
+                // pause can stretch by a third, and the producer/consumer rate depends
+                // on the placement of the cores; the report gives medians.
                 sweep: if first { cfg.sweep.clone() } else { Vec::new() },
                 sweep_ops: cfg.sweep_items,
                 handoff_items: cfg.handoff_items,
@@ -172,10 +172,35 @@ impl Experiment for Alloc {
                 tls: first,
                 preloaded,
                 timer,
-            };
-            passed[i][run].push((pass, work::measure(&spec)?));
-            Ok(())
-        })?;
+                turns: None,
+            })
+        };
+        if cfg.turns > 0 {
+            let bar = session.progress((n_passes * cfg.run.runs) as u64)?;
+            let name = |j: usize| format!("pass {}", j + 1);
+            let phases = 1 + cfg.scaling.len();
+            rotate::contenders(&bar, cfg.run.runs, n_passes, name, |run, j| {
+                let (pass, _) = rotate::pass_of(run, j, 1, n_passes);
+                let (ids, specs): (Vec<usize>, Vec<Spec>) =
+                    (0..n).filter_map(|i| Some((i, spec(pass, i)?))).unzip();
+                let seq = run * n_passes + pass;
+                let samples = turns::pass(specs, seq, phases, cfg.turns, seq, work::measure)?;
+                for (i, s) in ids.into_iter().zip(samples) {
+                    passed[i][run].push((pass, s));
+                }
+                Ok(())
+            })?;
+        } else {
+            let bar = session.progress((n * n_passes * cfg.run.runs) as u64)?;
+            let name = |j: usize| Contender::ALL[j % n].name().to_string();
+            rotate::contenders(&bar, cfg.run.runs, n * n_passes, name, |run, j| {
+                let (pass, i) = rotate::pass_of(run, j, n, n_passes);
+                if let Some(spec) = spec(pass, i) {
+                    passed[i][run].push((pass, work::measure(&spec)?));
+                }
+                Ok(())
+            })?;
+        }
         let samples = passes::repeats(passed);
         let libraries = Contender::ALL
             .iter()

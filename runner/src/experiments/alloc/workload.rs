@@ -186,21 +186,9 @@ pub(super) fn one_thread_probed<B: Blocks>(
     seed: u64,
     probe: &mut dyn FnMut(),
 ) -> Result<(f64, usize)> {
-    let mut rng = Rng(seed);
-    let mut live: Vec<Live> = Vec::new();
-    let mut requested = 0usize;
-    let mut tag = 0u64;
-    while requested < working_set {
-        let s = size(rng.next());
-        tag += 1;
-        live.push(make(b, s, tag)?);
-        requested += s;
-    }
-    let mut peak = requested;
-    let levels = usize::BITS - 1 - live.len().leading_zeros();
+    let mut test = Test::fill(b, working_set, seed)?;
     probe();
     let start = Instant::now();
-    let mut bad = 0usize;
     let mut failed = None;
     // Timed in parts, the median part's pace the figure (`lab::measure::median_part`).
     let ns_each = median_part(
@@ -208,24 +196,8 @@ pub(super) fn one_thread_probed<B: Blocks>(
         ops as u64,
         1,
         |m| {
-            for _ in 0..m {
-                if failed.is_some() {
-                    return;
-                }
-                let i = slot(rng.next(), levels);
-                let s = size(rng.next());
-                let old = live[i];
-                bad += usize::from(!read_once(&old));
-                // SAFETY: from `get(old.size())` and not given back since.
-                unsafe { b.put(old.p, old.size()) };
-                tag += 1;
-                match make(b, s, tag) {
-                    Ok(l) => live[i] = l,
-                    // `live[i]` is given back: leave the test without touching it.
-                    Err(e) => failed = Some(e),
-                }
-                requested = requested - old.size() + s;
-                peak = peak.max(requested);
+            if failed.is_none() {
+                failed = test.replace(b, m as usize).err();
             }
         },
     );
@@ -234,17 +206,113 @@ pub(super) fn one_thread_probed<B: Blocks>(
     }
     let secs = ns_each * ops as f64 / 1e9;
     probe();
-    for l in live.drain(..) {
-        bad += usize::from(!read_once(&l));
-        // SAFETY: as above.
-        unsafe { b.put(l.p, l.size()) };
+    Ok((secs, test.finish(b)?))
+}
+
+/// One thread's test, split into its steps so that a caller can run the replacements
+/// in parts (`runner alloc --turns`): the blocks it keeps live and its draws.
+pub(super) struct Test {
+    rng: Rng,
+    live: Vec<Live>,
+    requested: usize,
+    peak: usize,
+    tag: u64,
+    levels: u32,
+    bad: usize,
+}
+
+impl Test {
+    /// Fills `working_set` requested bytes from `b`, the draws seeded by `seed`.
+    pub(super) fn fill<B: Blocks>(b: &mut B, working_set: usize, seed: u64) -> Result<Test> {
+        let mut t = Test::new(seed);
+        t.fill_to(b, working_set)?;
+        Ok(t)
     }
-    if B::DISTINCT && bad > 0 {
-        return Err(Error::Run(format!(
-            "{bad} blocks were overwritten while live"
-        )));
+
+    /// A test with nothing live yet, its draws seeded by `seed`.
+    pub(super) fn new(seed: u64) -> Test {
+        Test {
+            rng: Rng(seed),
+            live: Vec::new(),
+            requested: 0,
+            peak: 0,
+            tag: 0,
+            levels: 0,
+            bad: 0,
+        }
     }
-    Ok((secs, peak))
+
+    /// Fills on until `bytes` requested bytes are live (filling in steps draws the same
+    /// blocks as filling at once).
+    pub(super) fn fill_to<B: Blocks>(&mut self, b: &mut B, bytes: usize) -> Result<()> {
+        while self.requested < bytes {
+            let s = size(self.rng.next());
+            self.tag += 1;
+            self.live.push(make(b, s, self.tag)?);
+            self.requested += s;
+        }
+        self.peak = self.peak.max(self.requested);
+        self.levels = usize::BITS - 1 - self.live.len().max(1).leading_zeros();
+        Ok(())
+    }
+
+    /// `m` replacements: a slot picked with probability ~ 1/index, its block read and
+    /// freed, a new block of a drawn size made and written in its place. On an error
+    /// (out of memory) the slot's freed block leaves the table, so that [`finish`]
+    /// frees only live blocks.
+    ///
+    /// [`finish`]: Test::finish
+    #[inline(always)]
+    pub(super) fn replace<B: Blocks>(&mut self, b: &mut B, m: usize) -> Result<()> {
+        for _ in 0..m {
+            let i = slot(self.rng.next(), self.levels);
+            let s = size(self.rng.next());
+            let old = self.live[i];
+            self.bad += usize::from(!read_once(&old));
+            // SAFETY: from `get(old.size())` and not given back since (a block leaves
+            // the table when it is given back without a successor).
+            unsafe { b.put(old.p, old.size()) };
+            self.tag += 1;
+            match make(b, s, self.tag) {
+                Ok(l) => self.live[i] = l,
+                Err(e) => {
+                    self.live.swap_remove(i);
+                    return Err(e);
+                }
+            }
+            self.requested = self.requested - old.size() + s;
+            self.peak = self.peak.max(self.requested);
+        }
+        Ok(())
+    }
+
+    /// Reads the whole table of live blocks (not the blocks): a test that comes back to
+    /// the core after others had it (`--turns`) finds its table in cache again, as a test
+    /// that never left it does.
+    pub(super) fn touch_table(&self) {
+        let mut sum = 0u64;
+        for l in &self.live {
+            sum = sum.wrapping_add(u64::from(l.size));
+        }
+        std::hint::black_box(sum);
+    }
+
+    /// Reads and frees every live block; the peak requested bytes, or an error if a
+    /// block of a real allocator was overwritten while live.
+    pub(super) fn finish<B: Blocks>(mut self, b: &mut B) -> Result<usize> {
+        for l in self.live.drain(..) {
+            self.bad += usize::from(!read_once(&l));
+            // SAFETY: as in `replace`.
+            unsafe { b.put(l.p, l.size()) };
+        }
+        if B::DISTINCT && self.bad > 0 {
+            return Err(Error::Run(format!(
+                "{} blocks were overwritten while live",
+                self.bad
+            )));
+        }
+        Ok(self.peak)
+    }
 }
 
 #[cfg(test)]

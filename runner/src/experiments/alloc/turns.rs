@@ -1,0 +1,383 @@
+//! `runner alloc --turns N`: the contenders' children of one pass alive together, taking
+//! turns at the main test. Each child fills its working set in `N` parts, then runs its
+//! replacements in `N` parts, one part a turn, the contenders in a rotating
+//! order; the runner hands out the turns over a Unix socket and only one child works at
+//! a time. The host's pace drifts over seconds (one child 90 ns a pair, a child ten
+//! seconds later 50, 2026-12-05), which put the repeats' own ratios of two contenders
+//! measured one after the other 1.2x to 1.7x apart; taking turns every few
+//! milliseconds spreads that drift over every contender alike. Each child is still a
+//! process of its own with its contender as its process allocator, so its peak
+//! resident memory is its allocator's.
+//!
+//! The protocol: a child connects, sends its id (4 bytes, little-endian) and then, for
+//! each command byte it reads, does the step and answers [`DONE`]: [`FILL`] fills a
+//! `N`-th of the working set, [`PART`] runs one part (a warm-up of an eighth of the part untimed, then
+//! the part, timed; after the last part, the final frees), [`REST`] lets it go on
+//! alone (the producer/consumer run, the sweep), with no answer. A child reading the
+//! end of the stream (the runner gave up) stops with an error.
+
+use super::work::{Sample, Spec};
+use crate::lab::error::{Error, Result};
+use crate::lab::rotate;
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Fill the working set.
+pub(super) const FILL: u8 = b'F';
+/// Run one part of the replacements.
+pub(super) const PART: u8 = b'P';
+/// Go on alone.
+pub(super) const REST: u8 = b'R';
+/// A step done.
+pub(super) const DONE: u8 = b'k';
+
+/// A child's place in a pass that takes turns.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Turn {
+    /// The runner's socket.
+    pub socket: PathBuf,
+    /// The child's id in its pass.
+    pub id: u32,
+    /// Parts of each test's replacements.
+    pub parts: usize,
+}
+
+/// The child's end of the socket.
+pub(super) struct Link(UnixStream);
+
+impl Link {
+    /// Connects to the runner and says who this child is.
+    pub(super) fn connect(turn: &Turn) -> Result<Link> {
+        let mut s = UnixStream::connect(&turn.socket).map_err(|e| {
+            Error::Run(format!(
+                "cannot reach the runner at {}: {e}",
+                turn.socket.display()
+            ))
+        })?;
+        s.write_all(&turn.id.to_le_bytes())
+            .map_err(|e| Error::Run(format!("the runner's socket: {e}")))?;
+        Ok(Link(s))
+    }
+
+    /// Waits for the runner's next command, which must be `want`.
+    pub(super) fn wait(&mut self, want: u8) -> Result<()> {
+        let mut b = [0u8];
+        match self.0.read_exact(&mut b) {
+            Ok(()) if b[0] == want => Ok(()),
+            Ok(()) => Err(Error::Run(format!(
+                "the runner sent {:?} where {:?} was due",
+                b[0] as char, want as char
+            ))),
+            Err(e) => Err(Error::Run(format!("the runner stopped taking turns: {e}"))),
+        }
+    }
+
+    /// Tells the runner the step is done.
+    pub(super) fn done(&mut self) -> Result<()> {
+        self.0
+            .write_all(&[DONE])
+            .map_err(|e| Error::Run(format!("the runner's socket: {e}")))
+    }
+}
+
+/// The runner's end: one stream per child, by id.
+struct Hub {
+    streams: Vec<Option<UnixStream>>,
+}
+
+impl Hub {
+    /// Sends `cmd` to child `id` and, unless it is [`REST`], waits for its answer.
+    fn step(&mut self, id: usize, cmd: u8) -> std::result::Result<(), usize> {
+        let s = self.streams[id].as_mut().ok_or(id)?;
+        s.write_all(&[cmd]).map_err(|_| id)?;
+        if cmd == REST {
+            return Ok(());
+        }
+        let mut b = [0u8];
+        match s.read_exact(&mut b) {
+            Ok(()) if b[0] == DONE => Ok(()),
+            _ => Err(id),
+        }
+    }
+}
+
+/// The children's order in one round of turns: a permutation of `0..n` drawn from
+/// `seed`, a new one each round, so that no contender always follows the same one (a
+/// turn finds the caches as its predecessor left them; a rotation would keep every
+/// pair of neighbours for the whole pass).
+fn shuffled(n: usize, seed: (usize, usize, usize, u8)) -> Vec<usize> {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    let mut ids: Vec<usize> = (0..n).collect();
+    let mut state = BuildHasherDefault::<DefaultHasher>::default().hash_one(seed);
+    for i in (1..n).rev() {
+        // splitmix64: a fresh draw each step.
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        ids.swap(i, (z % (i as u64 + 1)) as usize);
+    }
+    ids
+}
+
+/// Where a pass's socket lives: the temporary folder, named by this process and `seq`.
+fn socket_path(seq: usize) -> PathBuf {
+    std::env::temp_dir().join(format!("handoff-alloc-{}-{seq}.sock", std::process::id()))
+}
+
+/// Runs one pass: every spec's child (through `measure`) at once, the main test and
+/// each scaling count taking turns (`phases` tests a child, `parts` parts of filling and
+/// `parts` of replacements each), the children in a new [`shuffled`] order each round,
+/// then each child's rest one after the other, in the order `first` rotates to. Returns the
+/// samples in the specs' order. A child that fails ends the pass with its error; the
+/// others, finding the socket closed, stop.
+pub(super) fn pass(
+    specs: Vec<Spec>,
+    seq: usize,
+    phases: usize,
+    parts: usize,
+    first: usize,
+    measure: fn(&Spec) -> Result<Sample>,
+) -> Result<Vec<Sample>> {
+    let n = specs.len();
+    let path = socket_path(seq);
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path)
+        .map_err(|e| Error::Run(format!("alloc: cannot open {}: {e}", path.display())))?;
+    let specs: Vec<Spec> = specs
+        .into_iter()
+        .enumerate()
+        .map(|(id, mut s)| {
+            s.turns = Some(Turn {
+                socket: path.clone(),
+                id: id as u32,
+                parts,
+            });
+            s
+        })
+        .collect();
+    let out = std::thread::scope(|scope| {
+        let children: Vec<_> = specs
+            .iter()
+            .map(|s| scope.spawn(move || measure(s)))
+            .collect();
+        let mut hub = Hub {
+            streams: (0..n).map(|_| None).collect(),
+        };
+        let mut listener = Some(listener);
+        let led = accept(listener.as_ref().expect("open"), &mut hub, &children).and_then(|()| {
+            lead(&mut hub, n, phases, parts, first).map_err(|id| {
+                Error::Run(format!(
+                    "{}: its child stopped taking turns",
+                    specs[id].contender.name()
+                ))
+            })
+        });
+        if led.is_err() {
+            // Closing the streams stops every child still waiting for a turn, closing
+            // the socket (and removing its name) every child that connected since or
+            // is about to.
+            drop(listener.take());
+            let _ = std::fs::remove_file(&path);
+            hub.streams.clear();
+        }
+        let results: Vec<Result<Sample>> = children
+            .into_iter()
+            .map(|c| {
+                c.join()
+                    .unwrap_or_else(|_| Err(Error::Run("a child's thread panicked".into())))
+            })
+            .collect();
+        (led, results)
+    });
+    let _ = std::fs::remove_file(&path);
+    let (led, results) = out;
+    // A child's own error says more than "it stopped taking turns" or the runner's
+    // note that the others were stopped.
+    let own = results.iter().find_map(|r| match r {
+        Err(e) if !e.to_string().contains("stopped taking turns") => Some(e.to_string()),
+        _ => None,
+    });
+    if let Some(e) = own {
+        return Err(Error::Run(e));
+    }
+    led?;
+    results.into_iter().collect()
+}
+
+/// Accepts one connection per child (each sends its id first). Gives up when a child
+/// ends before it connected, or after a minute.
+fn accept(
+    listener: &UnixListener,
+    hub: &mut Hub,
+    children: &[std::thread::ScopedJoinHandle<'_, Result<Sample>>],
+) -> Result<()> {
+    let n = hub.streams.len();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::Run(e.to_string()))?;
+    let mut joined = 0;
+    while joined < n {
+        match listener.accept() {
+            Ok((mut s, _)) => {
+                s.set_nonblocking(false)
+                    .map_err(|e| Error::Run(e.to_string()))?;
+                let mut id = [0u8; 4];
+                s.read_exact(&mut id)
+                    .map_err(|e| Error::Run(format!("a child's id: {e}")))?;
+                let id = u32::from_le_bytes(id) as usize;
+                match hub.streams.get_mut(id) {
+                    Some(slot @ None) => *slot = Some(s),
+                    _ => {
+                        return Err(Error::Run(format!(
+                            "a child sent id {id} twice or out of range"
+                        )))
+                    }
+                }
+                joined += 1;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if children.iter().any(|c| c.is_finished()) {
+                    return Err(Error::Run("a child ended before it took a turn".into()));
+                }
+                if Instant::now() > deadline {
+                    return Err(Error::Run(
+                        "the children did not connect within a minute".into(),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(Error::Run(format!("accepting a child: {e}"))),
+        }
+    }
+    Ok(())
+}
+
+/// Hands out the turns (see [`pass`]); `Err(id)`: child `id` stopped answering.
+fn lead(
+    hub: &mut Hub,
+    n: usize,
+    phases: usize,
+    parts: usize,
+    first: usize,
+) -> std::result::Result<(), usize> {
+    for phase in 0..phases {
+        for cmd in [FILL, PART] {
+            for p in 0..parts {
+                for id in shuffled(n, (first, phase, p, cmd)) {
+                    hub.step(id, cmd)?;
+                }
+            }
+        }
+    }
+    for id in rotate::order(first, n) {
+        hub.step(id, REST)?;
+        // One child at a time on its own work: its stream ends when its process does.
+        if let Some(s) = hub.streams[id].as_mut() {
+            let _ = s.read_to_end(&mut Vec::new());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::work::{child_task, Contender};
+    use super::*;
+
+    /// A child run in this process: its side of the protocol on a thread of the test.
+    fn in_process(spec: &Spec) -> Result<Sample> {
+        let input = serde_json::to_vec(spec).map_err(|e| Error::Run(e.to_string()))?;
+        let out = child_task(&input).map_err(Error::Run)?;
+        serde_json::from_slice(&out).map_err(|e| Error::Run(e.to_string()))
+    }
+
+    fn spec(contender: Contender, mib: usize) -> Spec {
+        let cpu = crate::lab::topology::Topology::read().allowed[0];
+        Spec {
+            contender,
+            working_set: mib << 20,
+            ops: 40_000,
+            threads: 1,
+            pins: vec![cpu],
+            sweep: Vec::new(),
+            sweep_ops: 1,
+            handoff_items: 0,
+            scaling: vec![2],
+            tls: false,
+            preloaded: None,
+            timer: handoff_clock::Clock::quick().timer(),
+            turns: None,
+        }
+    }
+
+    #[test]
+    fn every_child_of_a_pass_takes_its_turns_and_its_sample_comes_back_in_order() {
+        let contenders = [
+            Contender::Void,
+            Contender::Take1,
+            Contender::Take3,
+            Contender::System,
+        ];
+        let specs: Vec<Spec> = contenders
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| spec(c, i + 1))
+            .collect();
+        let samples = pass(specs, 9_000, 2, 4, 3, in_process).unwrap();
+        assert_eq!(samples.len(), 4);
+        for (i, s) in samples.iter().enumerate() {
+            // Each its own working set: the samples in the specs' order.
+            let ws = (i + 1) << 20;
+            assert!(
+                s.peak_requested >= ws && s.peak_requested < ws + (512 << 10),
+                "{i}: {}",
+                s.peak_requested
+            );
+            assert!(s.seconds > 0.0 && s.ns_per_pair > 0.0, "{i}: {s:?}");
+            // The scaling run took its turns too (2 threads, one vote each step).
+            assert_eq!(s.scaling.len(), 1);
+            assert!(s.scaling[0].2 > 0.0, "{i}: {:?}", s.scaling);
+        }
+    }
+
+    #[test]
+    fn a_child_that_fails_ends_the_pass_with_its_own_error() {
+        let mut bad = spec(Contender::System, 1);
+        bad.preloaded = Some(PathBuf::from("/nonexistent/libnothing.so"));
+        let specs = vec![spec(Contender::Void, 1), bad, spec(Contender::Take3, 1)];
+        let e = pass(specs, 9_001, 1, 4, 0, in_process).unwrap_err();
+        assert!(e.to_string().contains("was not loaded"), "{e}");
+    }
+
+    #[test]
+    fn each_round_of_turns_is_a_permutation_and_the_rounds_differ() {
+        let a = shuffled(11, (0, 0, 0, FILL));
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..11).collect::<Vec<_>>());
+        let rounds: std::collections::HashSet<Vec<usize>> =
+            (0..8).map(|p| shuffled(11, (0, 0, p, PART))).collect();
+        assert!(rounds.len() > 4, "{rounds:?}");
+        assert_eq!(shuffled(11, (3, 1, 2, PART)), shuffled(11, (3, 1, 2, PART)));
+    }
+
+    #[test]
+    fn filling_in_parts_draws_the_blocks_of_filling_at_once() {
+        use super::super::workload::{Test, Void};
+        let mut once = Test::fill(&mut Void::new(), 1 << 20, 7).unwrap();
+        let mut parts = Test::new(7);
+        for k in 1..=5 {
+            parts.fill_to(&mut Void::new(), (1 << 20) * k / 5).unwrap();
+        }
+        let (mut a, mut b) = (Void::new(), Void::new());
+        once.replace(&mut a, 1000).unwrap();
+        parts.replace(&mut b, 1000).unwrap();
+        assert_eq!(once.finish(&mut a).unwrap(), parts.finish(&mut b).unwrap());
+    }
+}
