@@ -17,12 +17,14 @@
 //! end of the stream (the runner gave up) stops with an error.
 
 use super::work::{Sample, Spec};
+use super::workload::{Blocks, Test};
 use crate::lab::error::{Error, Result};
-use crate::lab::rotate;
+use crate::lab::{harness, rotate, stop};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Fill the working set.
@@ -283,6 +285,148 @@ fn lead(
         }
     }
     Ok(())
+}
+
+/// Whether any of the test threads had trouble, asked of all at once: each says its
+/// own, all wait, all read the answer, all wait again (so that none sets the flag for
+/// the next vote before every thread has read this one's). Once true, true for good.
+struct Vote {
+    barrier: std::sync::Barrier,
+    any: std::sync::atomic::AtomicBool,
+}
+
+impl Vote {
+    fn any(&self, mine: bool) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        if mine {
+            self.any.store(true, SeqCst);
+        }
+        self.barrier.wait();
+        let any = self.any.load(SeqCst);
+        self.barrier.wait();
+        any
+    }
+}
+
+/// One test thread's figures in turns: (seconds of its filling, parts and final frees;
+/// its parts' median ns per pair; peak requested bytes).
+type Turned = (f64, f64, usize);
+
+/// The main test on `t` threads in turns: each of the runner's `parts` [`FILL`]s fills
+/// a `parts`-th of every thread's share, each of its `parts` [`PART`]s runs a `parts`-th
+/// of the replacements (after a warm-up of an eighth of it, untimed: the other children
+/// have had the caches since this child's last turn), the last part the final frees
+/// too. Thread 0 reads the runner's commands
+/// and answers them; the threads start and end each step together. (seconds: the
+/// slowest thread's filling, parts and frees; ns per pair: each thread's median part's
+/// pace, their mean; peak requested bytes.)
+pub(super) fn turned_test<B: Blocks, F: Fn() -> B + Sync>(
+    new: &F,
+    spec: &Spec,
+    t: usize,
+    link: &Mutex<Link>,
+    parts: usize,
+) -> Result<(f64, f64, usize)> {
+    let ops = spec.ops / t;
+    // The runner sends as many turns as `parts` says (`args::config` keeps it at most
+    // the replacements of a thread).
+    let parts = parts.max(1);
+    let vote = Vote {
+        barrier: std::sync::Barrier::new(t),
+        any: std::sync::atomic::AtomicBool::new(false),
+    };
+    let results: Vec<Mutex<Option<Result<Turned>>>> = (0..t).map(|_| Mutex::new(None)).collect();
+    let talk = |f: &mut dyn FnMut(&mut Link) -> Result<()>| {
+        f(&mut link.lock().unwrap_or_else(|e| e.into_inner()))
+    };
+    harness::together(spec.timer, stop::flag(), &spec.pins, t, |k| {
+        let mut blocks = new();
+        let mut test = Some(Test::new(0x5eed + k as u64));
+        let mut failed: Option<Error> = None;
+        let (mut seconds, mut paces, mut peak) = (0.0, Vec::with_capacity(parts), 0);
+        let ws = spec.working_set / t;
+        for step in 0..2 * parts {
+            if k == 0 {
+                let cmd = if step < parts { FILL } else { PART };
+                failed = talk(&mut |l| l.wait(cmd)).err();
+            }
+            if vote.any(failed.is_some()) {
+                break;
+            }
+            let start = Instant::now();
+            let r = if step < parts {
+                let x = test.as_mut().expect("until the last part");
+                x.fill_to(&mut blocks, ws * (step + 1) / parts)
+            } else {
+                let step = step - parts + 1;
+                let m = ops * step / parts - ops * (step - 1) / parts;
+                let mut part = || -> Result<()> {
+                    let x = test.as_mut().expect("until the last part");
+                    x.touch_table();
+                    x.replace(&mut blocks, m / 8)?;
+                    let t0 = Instant::now();
+                    x.replace(&mut blocks, m)?;
+                    let d = t0.elapsed().as_secs_f64();
+                    paces.push(d / m.max(1) as f64);
+                    seconds += d;
+                    if step == parts {
+                        let t1 = Instant::now();
+                        peak = test.take().expect("once").finish(&mut blocks)?;
+                        seconds += t1.elapsed().as_secs_f64();
+                    }
+                    Ok(())
+                };
+                part()
+            };
+            if step < parts {
+                seconds += start.elapsed().as_secs_f64();
+            }
+            failed = r.err();
+            if vote.any(failed.is_some()) {
+                break;
+            }
+            if k == 0 {
+                // A failed answer shows as the next command's failure.
+                let _ = talk(&mut |l| l.done());
+            }
+        }
+        let r = match failed {
+            Some(e) => Err(e),
+            None if paces.len() < parts => {
+                Err(Error::Run("another test thread stopped the test".into()))
+            }
+            None => {
+                let pace = crate::lab::measure::median_or_nan(paces.iter().copied());
+                Ok((seconds, pace * ops as f64, peak))
+            }
+        };
+        *results[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    })?;
+    let mut seconds = 0.0f64;
+    let mut steady = 0.0;
+    let mut peak_requested = 0;
+    let mut first_error = None;
+    for r in results {
+        match r.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(Ok((s, st, p))) => {
+                seconds = seconds.max(s);
+                steady += st;
+                peak_requested += p;
+            }
+            Some(Err(e)) => {
+                // The thread that failed says why; the others only that it stopped.
+                if first_error.is_none() || !e.to_string().contains("another test thread") {
+                    first_error = Some(e);
+                }
+            }
+            None => first_error = Some(Error::Run("a test thread returned nothing".into())),
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    let ns_per_pair = steady * 1e9 / t as f64 / ops.max(1) as f64;
+    Ok((seconds, ns_per_pair, peak_requested))
 }
 
 #[cfg(test)]
