@@ -47,7 +47,7 @@ pub struct AllocArgs {
     #[arg(long, allow_hyphen_values = true, value_parser = flags::count_value)]
     pub scaling_threads: Option<usize>,
     /// Passes per repeat (1 to 99): each measures every contender once, each in a child of
-    /// its own, the contenders in turn; a repeat's figures are the medians of its passes
+    /// its own (taking turns, see --turns); a repeat's figures are the medians of its passes
     /// (of two: their mean), its memory, working-set sweep and thread-local read those of
     /// its first pass. The run's time grows about in proportion
     #[arg(long, default_value = "2", allow_hyphen_values = true, value_parser = flags::count_value)]
@@ -129,7 +129,13 @@ pub fn config(a: &AllocArgs, pin: Option<&str>, topo: &Topology) -> Result<(Sett
         ));
     }
     // At least one replacement a part on every thread count.
+    let asked = turns;
     turns = turns.min(items / threads.max(most));
+    if asked > 0 && turns == 0 {
+        placement = placement.noted(format!(
+            "no turns: {items} replacements are fewer than one a thread"
+        ));
+    }
     if turns > 0 {
         // Every child's working set live at once, twice over for the allocators' own
         // overhead and the scaling run's share.

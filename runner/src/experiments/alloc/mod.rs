@@ -9,8 +9,10 @@
 //! requested bytes (the document's Figure 2), the main test again on 1, 2, ... threads
 //! (its Figure 1 by thread count), TSC ticks per pair as the working set grows (Figure
 //! 3), and a producer/consumer run where one thread allocates and another frees.
-//! Each repeat measures every contender in several passes, the contenders in turn,
-//! each pass a child of its own; the repeat's figures are the passes' medians.
+//! Each repeat measures every contender in several passes, each pass a child of its
+//! own, a pass's children alive together and taking turns at the main test
+//! (`turns.rs`; `--turns 0`: one after the other); the repeat's figures are the passes'
+//! medians.
 
 mod args;
 mod claims;
@@ -59,7 +61,7 @@ impl Experiment for Alloc {
     const MAX_RUNS: usize = 100;
     const ROLES: &'static str = "one core per thread (the first runs the one-thread parts, the first two the producer/consumer)";
     const A_RUN: &'static str =
-        "every contender in each of --passes passes, each in a child of its own, the contenders in turn, the working-set sweep in the first pass; a repeat's figures are its passes' medians";
+        "every contender in each of --passes passes, each in a child of its own, a pass's children taking turns at the main test (--turns), the working-set sweep in the first pass; a repeat's figures are its passes' medians";
     const CHILD_TASK: Option<(&'static str, Task)> = Some((CHILD_TASK, child_task));
     const CONTENDERS: bool = true;
 

@@ -1,7 +1,7 @@
 //! `runner alloc --turns N`: the contenders' children of one pass alive together, taking
 //! turns at the main test. Each child fills its working set in `N` parts, then runs its
-//! replacements in `N` parts, one part a turn, the contenders in a rotating
-//! order; the runner hands out the turns over a Unix socket and only one child works at
+//! replacements in `N` parts, one part a turn, the contenders in a new pseudo-random
+//! order each round (the same orders in every run); the runner hands out the turns over a Unix socket and only one child works at
 //! a time. The host's pace drifts over seconds (one child 90 ns a pair, a child ten
 //! seconds later 50, 2026-12-05), which put the repeats' own ratios of two contenders
 //! measured one after the other 1.2x to 1.7x apart; taking turns every few
@@ -11,15 +11,17 @@
 //!
 //! The protocol: a child connects, sends its id (4 bytes, little-endian) and then, for
 //! each command byte it reads, does the step and answers [`DONE`]: [`FILL`] fills a
-//! `N`-th of the working set, [`PART`] runs one part (a warm-up of an eighth of the part untimed, then
-//! the part, timed; after the last part, the final frees), [`REST`] lets it go on
-//! alone (the producer/consumer run, the sweep), with no answer. A child reading the
+//! `N`-th of the working set, [`PART`] runs one part (a read of the table of live blocks
+//! and a warm-up of an eighth of the part, untimed, then the part, timed; after the last
+//! part the final frees, and the answer once the test's threads have ended), [`REST`] lets it go on
+//! alone (the producer/consumer run, the sweep), with no answer; the runner sends the
+//! next child its [`REST`] once this child's process has ended. A child reading the
 //! end of the stream (the runner gave up) stops with an error.
 
 use super::work::{Sample, Spec};
 use super::workload::{Blocks, Test};
 use crate::lab::error::{Error, Result};
-use crate::lab::{harness, rotate, stop};
+use crate::lab::{harness, stop};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -35,6 +37,10 @@ pub(super) const PART: u8 = b'P';
 pub(super) const REST: u8 = b'R';
 /// A step done.
 pub(super) const DONE: u8 = b'k';
+
+/// In every error a child meets on the socket: most likely the runner stopped the pass
+/// because another child failed, so that child's error is the one to report.
+const LEFT: &str = "(the runner stopped taking turns)";
 
 /// A child's place in a pass that takes turns.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -55,12 +61,12 @@ impl Link {
     pub(super) fn connect(turn: &Turn) -> Result<Link> {
         let mut s = UnixStream::connect(&turn.socket).map_err(|e| {
             Error::Run(format!(
-                "cannot reach the runner at {}: {e}",
+                "cannot reach the runner at {}: {e} {LEFT}",
                 turn.socket.display()
             ))
         })?;
         s.write_all(&turn.id.to_le_bytes())
-            .map_err(|e| Error::Run(format!("the runner's socket: {e}")))?;
+            .map_err(|e| Error::Run(format!("the runner's socket: {e} {LEFT}")))?;
         Ok(Link(s))
     }
 
@@ -73,7 +79,7 @@ impl Link {
                 "the runner sent {:?} where {:?} was due",
                 b[0] as char, want as char
             ))),
-            Err(e) => Err(Error::Run(format!("the runner stopped taking turns: {e}"))),
+            Err(e) => Err(Error::Run(format!("the runner's socket: {e} {LEFT}"))),
         }
     }
 
@@ -81,7 +87,7 @@ impl Link {
     pub(super) fn done(&mut self) -> Result<()> {
         self.0
             .write_all(&[DONE])
-            .map_err(|e| Error::Run(format!("the runner's socket: {e}")))
+            .map_err(|e| Error::Run(format!("the runner's socket: {e} {LEFT}")))
     }
 }
 
@@ -134,8 +140,8 @@ fn socket_path(seq: usize) -> PathBuf {
 /// Runs one pass: every spec's child (through `measure`) at once, the main test and
 /// each scaling count taking turns (`phases` tests a child, `parts` parts of filling and
 /// `parts` of replacements each), the children in a new [`shuffled`] order each round,
-/// then each child's rest one after the other, in the order `first` rotates to. Returns the
-/// samples in the specs' order. A child that fails ends the pass with its error; the
+/// then each child's rest alone, one after the other (in a shuffled order too), each once
+/// the previous child's process has ended. Returns the samples in the specs' order. A child that fails ends the pass with its error; the
 /// others, finding the socket closed, stop.
 pub(super) fn pass(
     specs: Vec<Spec>,
@@ -163,16 +169,27 @@ pub(super) fn pass(
         })
         .collect();
     let out = std::thread::scope(|scope| {
+        // Each child's thread says when `measure` returned: its process has ended.
+        let (ended_tx, ended) = std::sync::mpsc::channel::<usize>();
         let children: Vec<_> = specs
             .iter()
-            .map(|s| scope.spawn(move || measure(s)))
+            .enumerate()
+            .map(|(id, s)| {
+                let ended_tx = ended_tx.clone();
+                scope.spawn(move || {
+                    let r = measure(s);
+                    let _ = ended_tx.send(id);
+                    r
+                })
+            })
             .collect();
+        drop(ended_tx);
         let mut hub = Hub {
             streams: (0..n).map(|_| None).collect(),
         };
         let mut listener = Some(listener);
         let led = accept(listener.as_ref().expect("open"), &mut hub, &children).and_then(|()| {
-            lead(&mut hub, n, phases, parts, first).map_err(|id| {
+            lead(&mut hub, n, phases, parts, first, &ended).map_err(|id| {
                 Error::Run(format!(
                     "{}: its child stopped taking turns",
                     specs[id].contender.name()
@@ -198,14 +215,20 @@ pub(super) fn pass(
     });
     let _ = std::fs::remove_file(&path);
     let (led, results) = out;
-    // A child's own error says more than "it stopped taking turns" or the runner's
-    // note that the others were stopped.
-    let own = results.iter().find_map(|r| match r {
-        Err(e) if !e.to_string().contains("stopped taking turns") => Some(e.to_string()),
-        _ => None,
-    });
-    if let Some(e) = own {
-        return Err(Error::Run(e));
+    // A child's own error says more than the runner's note that a child stopped, or
+    // than what the others met when the runner stopped them ([`LEFT`]); failing that,
+    // what a child met says more than the runner's note.
+    let errors: Vec<String> = results
+        .iter()
+        .filter_map(|r| r.as_ref().err().map(ToString::to_string))
+        .collect();
+    if let Some(e) = errors.iter().find(|e| !e.contains(LEFT)) {
+        return Err(Error::Run(e.clone()));
+    }
+    if led.is_err() {
+        if let Some(e) = errors.first() {
+            return Err(Error::Run(e.clone()));
+        }
     }
     led?;
     results.into_iter().collect()
@@ -260,13 +283,17 @@ fn accept(
     Ok(())
 }
 
-/// Hands out the turns (see [`pass`]); `Err(id)`: child `id` stopped answering.
+/// Hands out the turns (see [`pass`]); `Err(id)`: child `id` stopped answering. Each
+/// child's rest starts once the previous child's process has ended (`ended` names each
+/// child whose `measure` returned): its memory is given back to the system before the
+/// next child measures alone.
 fn lead(
     hub: &mut Hub,
     n: usize,
     phases: usize,
     parts: usize,
     first: usize,
+    ended: &std::sync::mpsc::Receiver<usize>,
 ) -> std::result::Result<(), usize> {
     for phase in 0..phases {
         for cmd in [FILL, PART] {
@@ -277,11 +304,15 @@ fn lead(
             }
         }
     }
-    for id in rotate::order(first, n) {
+    let mut gone = vec![false; n];
+    for id in shuffled(n, (first, phases, 0, REST)) {
         hub.step(id, REST)?;
-        // One child at a time on its own work: its stream ends when its process does.
-        if let Some(s) = hub.streams[id].as_mut() {
-            let _ = s.read_to_end(&mut Vec::new());
+        // One child at a time on its own work, until its process has ended.
+        while !gone[id] {
+            match ended.recv() {
+                Ok(k) => gone[k] = true,
+                Err(_) => return Err(id),
+            }
         }
     }
     Ok(())
@@ -309,17 +340,18 @@ impl Vote {
 }
 
 /// One test thread's figures in turns: (seconds of its filling, parts and final frees;
-/// its parts' median ns per pair; peak requested bytes).
+/// its steady seconds, the median part's pace times its replacements; peak requested
+/// bytes).
 type Turned = (f64, f64, usize);
 
 /// The main test on `t` threads in turns: each of the runner's `parts` [`FILL`]s fills
 /// a `parts`-th of every thread's share, each of its `parts` [`PART`]s runs a `parts`-th
 /// of the replacements (after a warm-up of an eighth of it, untimed: the other children
 /// have had the caches since this child's last turn), the last part the final frees
-/// too. Thread 0 reads the runner's commands
-/// and answers them; the threads start and end each step together. (seconds: the
-/// slowest thread's filling, parts and frees; ns per pair: each thread's median part's
-/// pace, their mean; peak requested bytes.)
+/// too. Thread 0 reads the runner's commands and answers them, the last one once every
+/// thread has ended; the threads start and end each step together. (seconds: the
+/// slowest thread's filling, parts and frees, its allocator made and dropped; ns per
+/// pair: each thread's median part's pace, their mean; peak requested bytes.)
 pub(super) fn turned_test<B: Blocks, F: Fn() -> B + Sync>(
     new: &F,
     spec: &Spec,
@@ -340,12 +372,15 @@ pub(super) fn turned_test<B: Blocks, F: Fn() -> B + Sync>(
         f(&mut link.lock().unwrap_or_else(|e| e.into_inner()))
     };
     harness::together(spec.timer, stop::flag(), &spec.pins, t, |k| {
-        let mut blocks = new();
+        // Made in the first filling step and dropped in the last part, both timed, as
+        // the test alone times them: nothing of this child runs in another's turn.
+        let mut blocks: Option<B> = None;
         let mut test = Some(Test::new(0x5eed + k as u64));
         let mut failed: Option<Error> = None;
         let (mut seconds, mut paces, mut peak) = (0.0, Vec::with_capacity(parts), 0);
         let ws = spec.working_set / t;
-        for step in 0..2 * parts {
+        let last = 2 * parts - 1;
+        for step in 0..=last {
             if k == 0 {
                 let cmd = if step < parts { FILL } else { PART };
                 failed = talk(&mut |l| l.wait(cmd)).err();
@@ -353,39 +388,40 @@ pub(super) fn turned_test<B: Blocks, F: Fn() -> B + Sync>(
             if vote.any(failed.is_some()) {
                 break;
             }
-            let start = Instant::now();
-            let r = if step < parts {
+            // A panic in one thread must not leave the others at the vote's barrier.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<()> {
+                let start = Instant::now();
+                let b = blocks.get_or_insert_with(new);
                 let x = test.as_mut().expect("until the last part");
-                x.fill_to(&mut blocks, ws * (step + 1) / parts)
-            } else {
-                let step = step - parts + 1;
-                let m = ops * step / parts - ops * (step - 1) / parts;
-                let mut part = || -> Result<()> {
-                    let x = test.as_mut().expect("until the last part");
-                    x.touch_table();
-                    x.replace(&mut blocks, m / 8)?;
-                    let t0 = Instant::now();
-                    x.replace(&mut blocks, m)?;
-                    let d = t0.elapsed().as_secs_f64();
-                    paces.push(d / m.max(1) as f64);
-                    seconds += d;
-                    if step == parts {
-                        let t1 = Instant::now();
-                        peak = test.take().expect("once").finish(&mut blocks)?;
-                        seconds += t1.elapsed().as_secs_f64();
-                    }
-                    Ok(())
-                };
-                part()
-            };
-            if step < parts {
-                seconds += start.elapsed().as_secs_f64();
-            }
+                if step < parts {
+                    x.fill_to(b, ws * (step + 1) / parts)?;
+                    seconds += start.elapsed().as_secs_f64();
+                    return Ok(());
+                }
+                let p = step - parts + 1;
+                let m = ops * p / parts - ops * (p - 1) / parts;
+                x.touch_table();
+                x.replace(b, m / 8)?;
+                let t0 = Instant::now();
+                x.replace(b, m)?;
+                let d = t0.elapsed().as_secs_f64();
+                paces.push(d / m.max(1) as f64);
+                seconds += d;
+                if step == last {
+                    let t1 = Instant::now();
+                    peak = test.take().expect("once").finish(b)?;
+                    drop(blocks.take());
+                    seconds += t1.elapsed().as_secs_f64();
+                }
+                Ok(())
+            }))
+            .unwrap_or_else(|_| Err(Error::Run("a test thread panicked".into())));
             failed = r.err();
             if vote.any(failed.is_some()) {
                 break;
             }
-            if k == 0 {
+            // The last step's answer comes from `main_test` once every thread is done.
+            if k == 0 && step < last {
                 // A failed answer shows as the next command's failure.
                 let _ = talk(&mut |l| l.done());
             }
@@ -425,6 +461,9 @@ pub(super) fn turned_test<B: Blocks, F: Fn() -> B + Sync>(
     if let Some(e) = first_error {
         return Err(e);
     }
+    // The last part's answer: the threads have ended, their allocators' thread caches
+    // given back, before the next child's turn.
+    talk(&mut |l| l.done())?;
     let ns_per_pair = steady * 1e9 / t as f64 / ops.max(1) as f64;
     Ok((seconds, ns_per_pair, peak_requested))
 }
