@@ -186,7 +186,7 @@ impl Experiment for Alloc {
                 let (ids, specs): (Vec<usize>, Vec<Spec>) =
                     (0..n).filter_map(|i| Some((i, spec(pass, i)?))).unzip();
                 let seq = run * n_passes + pass;
-                let samples = turns::pass(specs, seq, phases, cfg.turns, seq, work::measure)?;
+                let samples = turns::pass(specs, seq, phases, cfg.turns, work::measure)?;
                 for (i, s) in ids.into_iter().zip(samples) {
                     passed[i][run].push((pass, s));
                 }

@@ -141,14 +141,15 @@ fn socket_path(seq: usize) -> PathBuf {
 /// each scaling count taking turns (`phases` tests a child, `parts` parts of filling and
 /// `parts` of replacements each), the children in a new [`shuffled`] order each round,
 /// then each child's rest alone, one after the other (in a shuffled order too), each once
-/// the previous child's process has ended. Returns the samples in the specs' order. A child that fails ends the pass with its error; the
-/// others, finding the socket closed, stop.
+/// the previous child's process has ended; `seq` numbers the pass in the run (its
+/// socket's name, the seed of its orders). Returns the samples in the specs' order. A
+/// child that fails ends the pass with its error; the others, finding the socket closed,
+/// stop.
 pub(super) fn pass(
     specs: Vec<Spec>,
     seq: usize,
     phases: usize,
     parts: usize,
-    first: usize,
     measure: fn(&Spec) -> Result<Sample>,
 ) -> Result<Vec<Sample>> {
     let n = specs.len();
@@ -189,7 +190,7 @@ pub(super) fn pass(
         };
         let mut listener = Some(listener);
         let led = accept(listener.as_ref().expect("open"), &mut hub, &children).and_then(|()| {
-            lead(&mut hub, n, phases, parts, first, &ended).map_err(|id| {
+            lead(&mut hub, n, phases, parts, seq, &ended).map_err(|id| {
                 Error::Run(format!(
                     "{}: its child stopped taking turns",
                     specs[id].contender.name()
@@ -512,7 +513,7 @@ mod tests {
             .enumerate()
             .map(|(i, &c)| spec(c, i + 1))
             .collect();
-        let samples = pass(specs, 9_000, 2, 4, 3, in_process).unwrap();
+        let samples = pass(specs, 9_000, 2, 4, in_process).unwrap();
         assert_eq!(samples.len(), 4);
         for (i, s) in samples.iter().enumerate() {
             // Each its own working set: the samples in the specs' order.
@@ -534,7 +535,7 @@ mod tests {
         let mut bad = spec(Contender::System, 1);
         bad.preloaded = Some(PathBuf::from("/nonexistent/libnothing.so"));
         let specs = vec![spec(Contender::Void, 1), bad, spec(Contender::Take3, 1)];
-        let e = pass(specs, 9_001, 1, 4, 0, in_process).unwrap_err();
+        let e = pass(specs, 9_001, 1, 4, in_process).unwrap_err();
         assert!(e.to_string().contains("was not loaded"), "{e}");
     }
 
