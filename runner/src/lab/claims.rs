@@ -417,6 +417,7 @@ pub fn all_hold(parts: &[(Verdict, String)]) -> (Verdict, String) {
     (verdict, reason)
 }
 
+pub use super::regimes::by_regime;
 pub use super::spread::{spread_lower, variance};
 
 /// A verdict as the reports print it: its word, with "(emulated CPUs)" after it when

@@ -19,6 +19,7 @@ pub mod paced;
 pub mod pacer;
 pub mod pin;
 pub mod placed;
+pub mod regimes;
 pub mod report;
 pub mod results;
 pub mod rotate;

@@ -26,6 +26,15 @@ use crate::lab::{rotate, rounds, stop};
 
 pub use args::{config, Config, PatternsArgs, Settings};
 
+/// How many alternated glibc / jemalloc pairs each repeat runs (lesson 6, each side in a
+/// child process of about 20 ms): glibc's loop runs in one of two modes from one
+/// child to the next (3 of 12 pairs read glibc the faster, 0.74-0.90x, in one
+/// `runner all` of 2026-12-05, none in the two beside it), so that one pair a repeat
+/// left the claim's verdict to whether a run's 12 pairs held two or three of them;
+/// four pairs a repeat give the rule for ratios (`lab::claims::needed`) 48 to judge,
+/// a third of which may read the other way before the verdict is within noise.
+const GENERAL_PAIRS: usize = 4;
+
 /// The source document.
 pub const DOCUMENT: Document = Document {
     file: "003_2c72cf52cff595ec.txt",
@@ -175,14 +184,19 @@ impl Experiment for Patterns {
             bar.inc(1);
             check()?;
             bar.set_message(format!("repeat {} jemalloc vs glibc", rep + 1));
-            let mut g = [0u64; 2];
-            for i in rotate::order(rep, 2) {
-                g[i] = sharing::general(cfg, timer, ["system", "jemalloc"][i])?;
+            let mut general_pairs = Vec::with_capacity(GENERAL_PAIRS);
+            for pair in 0..GENERAL_PAIRS {
+                let mut g = [0u64; 2];
+                for i in rotate::order(rep * GENERAL_PAIRS + pair, 2) {
+                    check()?;
+                    g[i] = sharing::general(cfg, timer, ["system", "jemalloc"][i])?;
+                }
+                general_pairs.push((g[0], g[1]));
             }
             bar.inc(1);
             if keep {
                 lessons.sharing.push((fs[0], fs[1]));
-                lessons.general.push((g[0], g[1]));
+                lessons.general.extend(general_pairs);
             }
         }
         check()?;

@@ -3,7 +3,7 @@
 //! throughputs and which side bounds them, with the sweep's and the saturated runs'
 //! shape claims (`shapes`).
 
-use super::claims::{not_the_nearest, p};
+use super::claims::{not_the_nearest, p, rate_by_regime};
 use super::work::Variant;
 use super::{Cell, Config, Mode, Outcome};
 use crate::lab::claims::{
@@ -223,8 +223,15 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                             out.placements.classes.list[k].label(),
                             ours / 1e6
                         ),
-                        not_the_nearest(out, k)
-                            .map_or_else(|| near(tp / 1e6, doc), |why| (Verdict::NotMeasurableHere, why)),
+                        match not_the_nearest(out, k) {
+                            Some(why) => (Verdict::NotMeasurableHere, why),
+                            // Every run in the nearest placement (a run is one slice
+                            // here): its runs, regime by regime.
+                            None if slices == runs.len() => out
+                                .find(Mode::Throughput, x)
+                                .map_or_else(|| near(tp / 1e6, doc), |c| rate_by_regime(c, cfg.capacity, doc)),
+                            None => near(tp / 1e6, doc),
+                        },
                     ),
                     None => (
                         format!("{:.1} M/s (runs {list})", ours / 1e6),

@@ -68,3 +68,62 @@ fn a_near_empty_ring_lets_one_paused_run_pass_and_a_bistable_one_does_not() {
         Verdict::WithinNoise
     );
 }
+
+#[test]
+fn a_saturated_rate_in_two_regimes_is_judged_in_each() {
+    use crate::lab::measure::RunSummary;
+    // mutex-condvar's saturated runs of 2026-12-05 (M/s, mean depth of 1024): eight
+    // ~950 deep at 4.1-4.4 M/s (one at 3.6), four ~30 deep at 3.3-3.6.
+    let runs = [
+        (4.2, 956.0),
+        (4.3, 899.0),
+        (3.6, 30.0),
+        (3.6, 33.0),
+        (4.2, 942.0),
+        (3.6, 30.0),
+        (3.3, 25.0),
+        (4.4, 963.0),
+        (4.3, 988.0),
+        (4.1, 962.0),
+        (4.2, 946.0),
+        (3.6, 980.0),
+    ];
+    let mut c = made(Mode::Throughput, Variant::MutexCondvar, 20, &|_| 1000);
+    c.measured.runs = runs
+        .iter()
+        .map(|&(rate, depth)| RunSummary {
+            throughput_items_per_s: rate * 1e6,
+            mean_depth: Some(depth),
+            ..RunSummary::default()
+        })
+        .collect();
+    // The old judging read the rate over all runs (3.92 M/s here, the slices' items
+    // over their time) against the document's 5.7: -31%, differs; 4.0 in the run
+    // before, within the band's guard. Each regime alone: the full runs' 4.2 (-26%,
+    // within noise), the drained runs' 3.6 (-37%, differs): they disagree.
+    assert_eq!(near(3.92, 5.7).0, Verdict::Differs);
+    let (v, why) = rate_by_regime(&c, 1024, 5.7);
+    assert_eq!(v, Verdict::WithinNoise, "{why}");
+    assert!(
+        why.contains(
+            "full (at least half the capacity deep on average) (8 of 12 runs): within noise"
+        ),
+        "{why}"
+    );
+    assert!(
+        why.contains("drained (under half) (4 of 12 runs): differs"),
+        "{why}"
+    );
+    // Every run drained: the drained regime's verdict.
+    c.measured
+        .runs
+        .iter_mut()
+        .for_each(|r| r.mean_depth = Some(30.0));
+    c.measured
+        .runs
+        .iter_mut()
+        .for_each(|r| r.throughput_items_per_s = 3.5e6);
+    let (v, why) = rate_by_regime(&c, 1024, 5.7);
+    assert_eq!(v, Verdict::Differs, "{why}");
+    assert!(why.starts_with("every run drained"), "{why}");
+}
