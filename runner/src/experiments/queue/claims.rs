@@ -5,7 +5,7 @@
 //! (orders of magnitude, which side bounds the rate) are checked as relations.
 
 use super::tail::{
-    mean_below, mutex_tail_verdict, pct, stalled_share, tail_comparators, tail_quantile,
+    mean_below, mutex_tail_verdict, pct, run_ratio, stalled_share, tail_comparators, tail_quantile,
 };
 use super::work::Variant;
 use super::{Cell, Config, Mode, Outcome};
@@ -236,20 +236,13 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 continue;
             };
             let ratio = p(c, q) / p(worst, q).max(1.0);
-            let runs_x: Vec<f64> = (0..c.runs.len())
-                .filter_map(|r| {
-                    // Every ring's run r, or no ratio for run r.
-                    let each: Option<Vec<u64>> = rings
-                        .iter()
-                        .map(|l| l.runs.get(r)?.at_quantile(q))
-                        .collect();
-                    let w = each?.into_iter().max()?;
-                    Some(c.runs[r].at_quantile(q)? as f64 / w.max(1) as f64)
-                })
+            let each: Vec<(f64, f64)> = (0..c.runs.len())
+                .filter_map(|r| run_ratio(c, &rings, r))
                 .collect();
-            let per_run: Vec<String> = runs_x
+            let runs_x: Vec<f64> = each.iter().map(|e| e.1).collect();
+            let per_run: Vec<String> = each
                 .iter()
-                .map(|x| format!("{x:.prec$}x", prec = usize::from(*x < 10.0)))
+                .map(|(q, x)| format!("{x:.prec$}x ({})", pct(*q), prec = usize::from(*x < 10.0)))
                 .collect();
             let names: Vec<&str> = rings.iter().map(|r| r.variant.name()).collect();
             let qn = pct(q);
@@ -261,7 +254,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                 }
             };
             v.push(Claim::new("mutex-tail", format!("The mutex+condvar tail is orders of magnitude above the lock-free rings' (checked: {} at least 10x the slower of {}'s, at p99 or below the items the host's stalls delayed, merged over the runs){at}", m.name(), names.join(" and ")), "mutex p99.9 tens of microseconds vs lock-free 148-172 ns", format!(
-                    "{} {qn} {}{} (p99.9 {}) vs {} {qn} {}{}: {ratio:.0}x; {:.2}% of the rings' items waited >=10 us behind consumer stalls; per-run {qn} ratios {}",
+                    "{} {qn} {}{} (p99.9 {}) vs {} {qn} {}{}: {ratio:.0}x; {:.2}% of the rings' items waited >=10 us behind consumer stalls; per-run ratios, each at its run's own quantile: {}",
                     m.name(),
                     fmt_ns(p(c, q)),
                     also_p99(c),

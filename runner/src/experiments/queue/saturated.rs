@@ -265,38 +265,10 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
             v.push(Claim::new("handoff-throughput", "handoff-spsc saturated throughput at least cpp-ring's (the same ring, with each side's own index kept privately and the other side's cached)", "(project target)", format!("handoff-spsc {:.1} M/s vs cpp-ring {:.1} M/s ({:.2}x)", a / 1e6, b / 1e6, a / b), holds(a >= b, "handoff-spsc >= cpp-ring, medians of runs")).at("project target beside the Throughput section"));
         }
         v.extend(throughput(out));
-        v.extend(boost_peak(out));
+        v.extend(super::sweep_shapes::boost_peak(out));
         v.extend(saturated_more(out));
     }
     v
-}
-
-/// Boost's transient peak in the sweep against its saturated throughput (both modes).
-pub fn boost_peak(out: &Outcome) -> Option<Claim> {
-    let steady = out
-        .find(Mode::Throughput, Variant::BoostSpsc)
-        .and_then(|c| c.throughput())?;
-    let (peak, at) = out
-        .of(Mode::Sweep)
-        .filter(|c| c.variant == Variant::BoostSpsc && c.unavailable.is_none())
-        .filter_map(|c| Some((c.achieved_hz()?, c.offered_hz?)))
-        .max_by(|a, b| a.0.total_cmp(&b.0))?;
-    Some(
-        Claim::new(
-            "boost-transient-peak",
-            "Boost's sweep briefly reaches a higher rate (~19.8 M/s, queue at intermediate depth) than its saturated steady state (~14.9 M/s)",
-            "19.8 M/s transient vs 14.9 M/s saturated (1.33x)",
-            format!(
-                "highest achieved rate in the sweep {:.1} M/s (offered {}) vs saturated {:.1} M/s ({:.2}x)",
-                peak / 1e6,
-                fmt_rate(at),
-                steady / 1e6,
-                peak / steady
-            ),
-            holds(peak >= 1.1 * steady, "the sweep's highest achieved rate at least 1.1x the saturated throughput (medians of runs)"),
-        )
-        .at("Throughput (the nuance for the Boost number)"),
-    )
 }
 
 /// The saturated rates' ratios: the mutex queue against the lock-free rings, and
