@@ -8,8 +8,9 @@
 use super::claims::Verdict;
 
 /// The verdict on a figure judged regime by regime: `regimes` are each regime's name
-/// and its runs' values (a regime with no run is left out), `judge` the rule for one
-/// set of runs. One regime: its verdict. Several: the verdict they share, or *within
+/// and its runs' values (a regime with no run is left out, one with no more runs than
+/// [`needed`](super::claims::needed) lets fall on the other side of a line joins the
+/// largest), `judge` the rule for one set of runs. One regime: its verdict. Several: the verdict they share, or *within
 /// noise* when they differ (the figure depends on the regime a run falls into); the
 /// reason gives each regime's share of the runs and its own reading.
 ///
@@ -32,18 +33,55 @@ use super::claims::Verdict;
 /// assert_eq!(v, Verdict::WithinNoise); // 4.2 is -26%: within 5 points of the 25% line
 /// let (v, _) = by_regime(&[("full", vec![]), ("drained", vec![3.6, 3.5, 3.4])], &judge);
 /// assert_eq!(v, Verdict::Differs);
+/// // One drained run of twelve: as many as the ratio rule lets fall on the other side
+/// // (2 of 12), so not a regime of its own.
+/// let eleven = vec![5.5, 5.6, 5.4, 5.5, 5.7, 5.6, 5.5, 5.4, 5.6, 5.5, 5.6];
+/// let (v, why) = by_regime(&[("full", eleven), ("drained", vec![3.4])], &judge);
+/// assert_eq!(v, Verdict::Reproduced, "{why}");
+/// assert!(why.starts_with("every run full but 1"), "{why}");
 /// ```
 pub fn by_regime(
     regimes: &[(&str, Vec<f64>)],
     judge: &dyn Fn(&[f64]) -> (Verdict, String),
 ) -> (Verdict, String) {
-    let seen: Vec<&(&str, Vec<f64>)> = regimes.iter().filter(|r| !r.1.is_empty()).collect();
-    let n: usize = seen.iter().map(|r| r.1.len()).sum();
+    let n: usize = regimes.iter().map(|r| r.1.len()).sum();
+    // A regime of no more runs than the ratio rule lets fall on the other side of a
+    // line (`needed`: 2 of 12, 1 of 9) is not one of its own: its runs join the largest
+    // regime's, as a few runs on the other side.
+    let few = n - super::claims::needed(n.max(1));
+    let largest = regimes
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, r)| r.1.len())
+        .map_or(0, |(i, _)| i);
+    let mut kept: Vec<(&str, Vec<f64>)> = Vec::new();
+    let mut folded: Vec<f64> = Vec::new();
+    for (i, (name, runs)) in regimes.iter().enumerate() {
+        if i != largest && runs.len() <= few {
+            folded.extend(runs);
+        } else {
+            kept.push((name, runs.clone()));
+        }
+    }
+    if let Some(big) = kept.iter_mut().find(|r| r.0 == regimes[largest].0) {
+        big.1.extend(folded.iter().copied());
+    }
+    let seen: Vec<&(&str, Vec<f64>)> = kept.iter().filter(|r| !r.1.is_empty()).collect();
     match seen.as_slice() {
         [] => (Verdict::NotMeasured, "no runs".into()),
         [(name, runs)] => {
             let (v, why) = judge(runs);
-            (v, format!("every run {name}: {why}"))
+            if folded.is_empty() {
+                (v, format!("every run {name}: {why}"))
+            } else {
+                (
+                    v,
+                    format!(
+                        "every run {name} but {} (too few for a regime of their own, judged with the others): {why}",
+                        folded.len()
+                    ),
+                )
+            }
         }
         _ => {
             let judged: Vec<(Verdict, String)> = seen

@@ -187,7 +187,10 @@ impl Experiment for Patterns {
             let mut general_pairs = Vec::with_capacity(GENERAL_PAIRS);
             for pair in 0..GENERAL_PAIRS {
                 let mut g = [0u64; 2];
-                for i in rotate::order(rep * GENERAL_PAIRS + pair, 2) {
+                // Glibc first in every other pair, and first in the repeat every other
+                // repeat (`rep * GENERAL_PAIRS + pair` put it first in every repeat:
+                // four is even).
+                for i in rotate::order(rep + pair, 2) {
                     check()?;
                     g[i] = sharing::general(cfg, timer, ["system", "jemalloc"][i])?;
                 }

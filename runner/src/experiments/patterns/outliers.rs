@@ -192,7 +192,9 @@ fn jitter_verdict(
     // Malloc's outliers that the host alone explains: no more than its interruptions
     // make, within counting noise (3 square roots of malloc's count).
     let host_made = rate * all[0].1;
-    let counting = 3.0 * (mo as f64).sqrt();
+    // At most the host's count itself, so that the zone ends at twice it, where the
+    // next one begins (small counts: 3 sqrt of malloc's count can exceed the host's).
+    let counting = (3.0 * (mo as f64).sqrt()).min(host_made);
     if mo as f64 <= host_made + counting {
         return (
             Verdict::NotMeasurableHere,

@@ -91,11 +91,11 @@ impl Experiment for Programs {
         // give a verdict with one run of nine on the other side; six asked all six.
         default: AllRun {
             flags: &["--runs", "9", "--scale", "0.22"],
-            seconds: 165,
+            seconds: 180,
         },
         full: AllRun {
             flags: &["--runs", "9", "--scale", "2"],
-            seconds: 700,
+            seconds: 830,
         },
     };
 

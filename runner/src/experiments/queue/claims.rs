@@ -381,7 +381,9 @@ pub(super) fn rate_by_regime(c: &Cell, capacity: usize, doc: f64) -> (Verdict, S
         ("drained (under half)", Vec::new()),
     ];
     for r in &c.runs {
-        let full = r.mean_depth.is_some_and(|d| d >= capacity as f64 / 2.0);
+        // A run without a depth (none is kept without stamps) cannot be placed: left out.
+        let Some(depth) = r.mean_depth else { continue };
+        let full = depth >= capacity as f64 / 2.0;
         regimes[usize::from(!full)]
             .1
             .push(r.throughput_items_per_s / 1e6);

@@ -82,7 +82,7 @@ fn a_ring_p99_set_by_stalls_is_read_below_the_stalls() {
 }
 
 #[test]
-fn the_runs_are_read_at_the_merged_quantile_too() {
+fn the_runs_are_read_at_their_own_quantiles_too() {
     use crate::lab::measure::RunSummary;
     // The merged histograms of the first case above (over 10x at p96.9), but one run of
     // three in which the rings' items there waited 12 us: that run's ratio is

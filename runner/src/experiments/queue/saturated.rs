@@ -225,9 +225,11 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
                         ),
                         match not_the_nearest(out, k) {
                             Some(why) => (Verdict::NotMeasurableHere, why),
-                            // Every run in the nearest placement (a run is one slice
-                            // here): its runs, regime by regime.
-                            None if slices == runs.len() => out
+                            // Every slice of the cell in the nearest placement (then so
+                            // is every run): its runs, regime by regime.
+                            None if out
+                                .find(Mode::Throughput, x)
+                                .is_some_and(|c| c.slices_unplaced(&out.placements.classes) == (slices, 0)) => out
                                 .find(Mode::Throughput, x)
                                 .map_or_else(|| near(tp / 1e6, doc), |c| rate_by_regime(c, cfg.capacity, doc)),
                             None => near(tp / 1e6, doc),

@@ -433,8 +433,8 @@ pub fn ring_across_sweep(out: &Outcome, sat: Option<f64>) -> Vec<Claim> {
 }
 
 /// Boost's transient peak in the sweep against its saturated throughput (both modes):
-/// the medians for the reader, and run by run (run r of the sweep and of the saturated
-/// mode ran in the same round) the sweep's highest achieved rate over the saturated
+/// the medians for the reader, and run by run (in `runner all` run r of the sweep and of
+/// the saturated mode ran in the same round; alone, one after the other) the sweep's highest achieved rate over the saturated
 /// rate, judged by the ratio rule (`ratio_at_least`). Until 2026-12-05 the medians' ratio
 /// alone was set against 1.1x: 1.04x, 1.09x and 1.29x in three consecutive `runner all`
 /// runs, while Boost's saturated rate moved 6.8-21.8 M/s from run to run within one.
