@@ -39,6 +39,9 @@ use super::claims::Verdict;
 /// let (v, why) = by_regime(&[("full", eleven), ("drained", vec![3.4])], &judge);
 /// assert_eq!(v, Verdict::Reproduced, "{why}");
 /// assert!(why.starts_with("every run full but 1"), "{why}");
+/// // No runs at all (none had a depth): not measured.
+/// assert_eq!(by_regime(&[("full", vec![]), ("drained", vec![])], &judge).0, Verdict::NotMeasured);
+/// assert_eq!(by_regime(&[], &judge).0, Verdict::NotMeasured);
 /// ```
 pub fn by_regime(
     regimes: &[(&str, Vec<f64>)],
@@ -48,7 +51,7 @@ pub fn by_regime(
     // A regime of no more runs than the ratio rule lets fall on the other side of a
     // line (`needed`: 2 of 12, 1 of 9) is not one of its own: its runs join the largest
     // regime's, as a few runs on the other side.
-    let few = n - super::claims::needed(n.max(1));
+    let few = n.saturating_sub(super::claims::needed(n.max(1)));
     let largest = regimes
         .iter()
         .enumerate()
