@@ -33,7 +33,7 @@ pub use args::{config, Config, PatternsArgs, Settings};
 /// left the claim's verdict to whether a run's 12 pairs held two or three of them;
 /// four pairs a repeat give the rule for ratios (`lab::claims::needed`) 48 to judge,
 /// a third of which may read the other way before the verdict is within noise.
-const GENERAL_PAIRS: usize = 4;
+pub(super) const GENERAL_PAIRS: usize = 4;
 
 /// The source document.
 pub const DOCUMENT: Document = Document {
