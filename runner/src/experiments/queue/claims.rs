@@ -57,16 +57,18 @@ fn near_p50s(out: &Outcome, a: &Cell, b: &Cell) -> (f64, f64, String, Option<usi
 }
 
 /// Why a figure measured in placement `k` of the two cores cannot be set beside the
-/// document's (its threads shared an L3): `k` is not the nearest placement this run
-/// saw, so the host kept this mode's cores further apart than it could have (at least
-/// nine tenths of its slices). `None` in the nearest placement.
+/// document's (its threads shared an L3): `k` is further than the nearest placement the
+/// host gave this run for a tenth of its probes (`placed::judged_from`), so it kept
+/// this mode's cores further apart than it could have (at least nine tenths of its
+/// slices). `None` in that placement.
 pub(super) fn not_the_nearest(out: &Outcome, k: usize) -> Option<String> {
     let list = &out.placements.classes.list;
-    (k > 0).then(|| {
+    let near = placed::judged_from(&out.placements.classes);
+    (k > near).then(|| {
         format!(
-            "the host kept the two cores {} apart for nine tenths of this mode's slices or more; the document's threads shared an L3, which this run's nearest placement ({} apart, seen in its other modes) stands for",
+            "the host kept the two cores {} apart for nine tenths of this mode's slices or more; the document's threads shared an L3, which this run's nearest common placement ({} apart, seen in its other modes) stands for",
             list[k].label(),
-            list[0].label()
+            list[near].label()
         )
     })
 }

@@ -31,3 +31,54 @@ pub fn made(mode: Mode, variant: Variant, period: u64, latency: &dyn Fn(u64) -> 
     c.measured.add(&stamps, &clock, "x").unwrap();
     c
 }
+
+/// A sweep cell of one run in slices of 1000 items paced every `period` ns: each slice
+/// with the cores' round trip probed at `probe_ns` before and after it, its items taking
+/// `latency_ns`.
+pub fn placed_slices(variant: Variant, period: u64, slices: &[(f64, u64)]) -> Cell {
+    use crate::lab::measure::Around;
+    let clock = Clock::monotonic();
+    let n = 1000u64;
+    let mut c = Cell::new(
+        Mode::Sweep,
+        variant,
+        Some(1e9 / period as f64),
+        n as usize * slices.len(),
+        (),
+    );
+    let stamps: Vec<Stamps> = slices
+        .iter()
+        .enumerate()
+        .map(|(k, &(_, latency))| {
+            let start = 1_000 + k as u64 * n * period;
+            let send: Vec<u64> = (0..n).map(|i| start + i * period).collect();
+            let recv = send.iter().map(|s| s + latency).collect();
+            Stamps {
+                schedule: Schedule::new(
+                    start,
+                    Some(1e9 / period as f64),
+                    Timer::with_frequency(Source::Tsc, 1e9),
+                ),
+                send,
+                recv,
+                off_core: 0,
+                bad_items: 0,
+            }
+        })
+        .collect();
+    let parts: Vec<(&Stamps, Option<Around>)> = stamps
+        .iter()
+        .zip(slices)
+        .map(|(s, &(probe, _))| {
+            (
+                s,
+                Some(Around {
+                    before_ns: probe,
+                    after_ns: probe,
+                }),
+            )
+        })
+        .collect();
+    c.measured.add_slices(&parts, &clock, "x").unwrap();
+    c
+}

@@ -86,7 +86,67 @@ fn the_mutex_pdf_needs_a_fast_mode_near_the_rings() {
 #[test]
 fn no_transient_peak_keeps_the_guard_around_its_line() {
     // The committed report: 1.12x against 1.1x, read as "fails".
-    assert_eq!(no_transient_peak(1.12).0, Verdict::WithinNoise);
-    assert_eq!(no_transient_peak(1.3).0, Verdict::Fails);
-    assert_eq!(no_transient_peak(1.01).0, Verdict::Holds);
+    let all = |x: f64| [x; 12];
+    assert_eq!(no_transient_peak(&all(1.12)).0, Verdict::WithinNoise);
+    assert_eq!(no_transient_peak(&all(1.3)).0, Verdict::Fails);
+    assert_eq!(no_transient_peak(&all(1.01)).0, Verdict::Holds);
+}
+
+#[test]
+fn no_transient_peak_is_judged_run_by_run() {
+    // A median of 1.0x, but three runs of twelve at 1.3x (their saturated run drained,
+    // a sweep point full): the medians alone read "holds".
+    let runs = [
+        1.0, 0.95, 1.3, 1.02, 0.98, 1.3, 1.01, 0.97, 1.3, 1.0, 0.99, 1.03,
+    ];
+    let (verdict, reason) = no_transient_peak(&runs);
+    assert_eq!(verdict, Verdict::WithinNoise, "{reason}");
+    assert!(reason.contains("3 of 12 repeats"), "{reason}");
+    assert_eq!(no_transient_peak(&[]).0, Verdict::NotMeasured);
+}
+
+#[test]
+fn the_rings_sweep_p50s_are_read_in_one_placement() {
+    use super::sweep_shapes::ring_flat;
+    use super::test_cells::placed_slices;
+    // Run 1 of `runner all` on 2026-12-05 (V1): a point whose slices met the ~50 ns
+    // placement read its p50 there (~50-90 ns) while the others read ~155 ns in the
+    // ~90 ns one; each point in its own nearest placement made the sweep 3x "deep".
+    let probes: Vec<f64> = (0..100)
+        .map(|i| if i % 2 == 0 { 50.0 } else { 90.0 })
+        .collect();
+    let classes = handoff_clock::link::Classes::of(&probes);
+    assert_eq!(classes.list.len(), 2);
+    let a = placed_slices(
+        Variant::CppRing,
+        1000,
+        &[(50.0, 50), (90.0, 155), (90.0, 155)],
+    );
+    let b = placed_slices(Variant::CppRing, 500, &[(90.0, 155), (90.0, 155)]);
+    let c = placed_slices(Variant::CppRing, 250, &[(90.0, 160), (90.0, 160)]);
+    // The old reading: each point's nearest placement.
+    let nearest = |x: &super::Cell| {
+        crate::lab::placed::nearest(&x.measured, &classes)
+            .unwrap()
+            .1
+            .latency
+            .value_at_quantile(0.5) as f64
+    };
+    let old = nearest(&c) / nearest(&a);
+    assert!(old > 3.15, "{old}");
+    let ((verdict, reason), list) = ring_flat(&[&a, &b, &c], &classes);
+    assert_eq!(verdict, Verdict::Holds, "{reason}; {list}");
+    assert!(
+        reason.contains("every point with the cores ~90 ns apart"),
+        "{reason}"
+    );
+    // A point that never ran in the shared placement is left out, and said so.
+    let d = placed_slices(Variant::CppRing, 125, &[(50.0, 40), (50.0, 40)]);
+    let ((verdict, reason), _) = ring_flat(&[&a, &b, &c, &d], &classes);
+    assert_eq!(verdict, Verdict::Holds, "{reason}");
+    assert!(reason.contains("3 of 4 points"), "{reason}");
+    // Without placement data: every point's merged p50 (here 3.2x: fails).
+    let none = handoff_clock::link::Classes::default();
+    let ((verdict, reason), _) = ring_flat(&[&a, &d, &c], &none);
+    assert_eq!(verdict, Verdict::Fails, "{reason}");
 }
