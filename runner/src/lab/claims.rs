@@ -129,118 +129,6 @@ pub fn on_emulated_cpus(claims: Vec<Claim>) -> Vec<Claim> {
         .collect()
 }
 
-/// The verdict on an absolute figure and its reason: within [`NEAR`] of the document's
-/// figure or not.
-///
-/// ```
-/// use runner::lab::claims::{near, Verdict};
-/// assert_eq!(near(120.0, 132.0).0, Verdict::Reproduced);
-/// assert_eq!(near(60.0, 132.0).0, Verdict::Differs);
-/// // 26% off: within 5 points of the 25% line.
-/// assert_eq!(near(18.5, 14.7).0, Verdict::WithinNoise);
-/// ```
-pub fn near(ours: f64, doc: f64) -> (Verdict, String) {
-    let off = ours / doc - 1.0;
-    if (off.abs() - NEAR).abs() < GUARD {
-        (
-            Verdict::WithinNoise,
-            format!(
-                "{:+.0}% from the document's figure, within {:.0} points of the ±{:.0}% line: closer than a median moves from one run to the next on this VM",
-                off * 100.0,
-                GUARD * 100.0,
-                NEAR * 100.0
-            ),
-        )
-    } else if off.abs() <= NEAR {
-        (
-            Verdict::Reproduced,
-            format!(
-                "{:+.0}% from the document's figure, within ±{:.0}%",
-                off * 100.0,
-                NEAR * 100.0
-            ),
-        )
-    } else {
-        (
-            Verdict::Differs,
-            format!(
-                "{:+.0}% from the document's figure, beyond ±{:.0}%",
-                off * 100.0,
-                NEAR * 100.0
-            ),
-        )
-    }
-}
-
-/// An absolute figure with its runs' own values: [`near`] on `ours` (the median, or
-/// the merged figure), *within noise* instead when fewer than [`needed`]`(n)` of its `n`
-/// runs fall on the same side of the ±[`NEAR`] band (up to 8 runs, every one must; and,
-/// as with [`near`], when the figure lies within [`GUARD`] of the band's edge).
-///
-/// ```
-/// use runner::lab::claims::{near_runs, Verdict};
-/// assert_eq!(near_runs(17.2, &[17.0, 17.2, 17.5], 14.7).0, Verdict::Reproduced);
-/// // The band ends at 18.4: runs on both sides of it.
-/// assert_eq!(near_runs(18.6, &[17.1, 18.6, 19.3, 17.9, 19.0], 14.7).0, Verdict::WithinNoise);
-/// // One run of five inside the band: the runs disagree.
-/// assert_eq!(near_runs(21.0, &[21.0, 20.5, 17.9, 22.0, 21.5], 14.7).0, Verdict::WithinNoise);
-/// ```
-pub fn near_runs(ours: f64, runs: &[f64], doc: f64) -> (Verdict, String) {
-    let (verdict, reason) = near(ours, doc);
-    if runs.is_empty() || verdict == Verdict::WithinNoise {
-        return (verdict, reason);
-    }
-    let inside = |x: f64| (x / doc - 1.0).abs() <= NEAR;
-    let agree = runs
-        .iter()
-        .filter(|&&x| inside(x) == (verdict == Verdict::Reproduced))
-        .count();
-    let n = runs.len();
-    let spread = super::rounds::spread_note();
-    if agree < needed(n) {
-        (
-            Verdict::WithinNoise,
-            format!(
-                "{reason}, but only {agree} of {n} runs{spread} on that side of the band (a verdict needs {}; within noise)",
-                needed(n)
-            ),
-        )
-    } else {
-        (
-            verdict,
-            format!("{reason}; {agree} of {n} runs{spread} agree"),
-        )
-    }
-}
-
-/// Several absolute figures: reproduced only if each is.
-pub fn all_near(pairs: &[(&str, f64, f64)]) -> (Verdict, String) {
-    all_figures(
-        pairs
-            .iter()
-            .map(|&(name, o, d)| (name, near(o, d)))
-            .collect(),
-    )
-}
-
-/// Several figures judged already ([`near`], [`near_runs`]): reproduced only if each
-/// is, differs if one does, within noise otherwise; each reason named.
-pub fn all_figures(parts: Vec<(&str, (Verdict, String))>) -> (Verdict, String) {
-    let verdict = if parts.iter().all(|p| p.1 .0 == Verdict::Reproduced) {
-        Verdict::Reproduced
-    } else if parts.iter().any(|p| p.1 .0 == Verdict::Differs) {
-        Verdict::Differs
-    } else {
-        Verdict::WithinNoise
-    };
-    let reason = parts
-        .iter()
-        .map(|(name, (_, r))| format!("{name}: {r}"))
-        .collect::<Vec<_>>()
-        .join("; ");
-    (verdict, reason)
-}
-
 /// The verdict on a relation, with the rule that was checked.
 pub fn holds(ok: bool, rule: impl Into<String>) -> (Verdict, String) {
     (
@@ -417,6 +305,7 @@ pub fn all_hold(parts: &[(Verdict, String)]) -> (Verdict, String) {
     (verdict, reason)
 }
 
+pub use super::figures::{all_figures, all_near, near, near_at_step, near_runs};
 pub use super::regimes::by_regime;
 pub use super::spread::{spread_lower, variance};
 

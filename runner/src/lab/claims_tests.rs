@@ -90,3 +90,21 @@ fn several_figures_reproduce_only_together() {
     assert_eq!(all(vec![WithinNoise, Differs]).0, Differs);
     assert_eq!(all(vec![Reproduced, Differs]).1, "a: why; b: why");
 }
+
+/// The mutex queue's throughput ratio in W1 (2026-12-05): +36% in the median, ten of
+/// twelve runs beyond the band, but two of them at -38% (the cores ~340 ns apart): the
+/// old count read 10 of 12 agreeing and "differs"; beyond the figure's edge 8 do.
+#[test]
+fn a_figure_differs_only_on_the_runs_beyond_its_own_edge() {
+    let runs = [
+        3.6, 3.5, 3.4, 3.5, 1.6, 1.62, 3.3, 3.8, 3.45, 3.15, 3.2, 3.7,
+    ];
+    let (verdict, reason) = near_runs(3.54, &runs, 2.6);
+    assert_eq!(verdict, Verdict::WithinNoise, "{reason}");
+    assert!(reason.contains("only 8 of 12 runs"), "{reason}");
+    // The two far runs beyond the upper edge instead: 10 of 12, differs.
+    let runs = [
+        3.6, 3.5, 3.4, 3.5, 4.6, 4.62, 3.3, 3.8, 3.45, 3.15, 3.2, 3.7,
+    ];
+    assert_eq!(near_runs(3.54, &runs, 2.6).0, Verdict::Differs);
+}

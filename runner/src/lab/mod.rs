@@ -10,6 +10,7 @@ pub mod contenders;
 pub mod env;
 pub mod error;
 pub mod experiment;
+pub mod figures;
 pub mod flags;
 pub mod fmt;
 pub mod harness;

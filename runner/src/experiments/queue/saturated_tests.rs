@@ -183,3 +183,27 @@ fn boosts_transient_peak_is_judged_run_by_run() {
     let ratios = peak_ratios(&[&top, &other], &sat);
     assert_eq!(ratio_at_least(&ratios, 1.1, "r").0, Verdict::Holds);
 }
+
+#[test]
+fn a_run_or_two_at_a_wall_do_not_decide_the_top_rate() {
+    use crate::lab::measure::RunSummary;
+    // The mutex queue at 50 MHz, 2026-12-06: most runs ~30-200 deep with a p50 a few
+    // times the sweep's lowest; one run full (~950 deep, p50 200x).
+    let low = cell(10_000, 1_000);
+    let mut top = cell(20, 3_000);
+    let run = |depth: f64, p50: u64| RunSummary {
+        mean_depth: Some(depth),
+        p50_ns: p50,
+        ..RunSummary::default()
+    };
+    top.measured.runs = (0..12)
+        .map(|i| run(30.0 + 15.0 * i as f64, 3_000))
+        .collect();
+    top.measured.runs[4] = run(950.0, 200_000);
+    let (verdict, reason) = latency_wall(&[&low, &top], 1024);
+    // Every run had to agree: within noise. One of twelve now leaves it "no wall".
+    assert_eq!(verdict, Verdict::Fails, "{reason}");
+    top.measured.runs[7] = run(940.0, 180_000);
+    top.measured.runs[9] = run(960.0, 190_000);
+    assert_eq!(latency_wall(&[&low, &top], 1024).0, Verdict::WithinNoise);
+}
