@@ -218,10 +218,12 @@ pub fn ratio_at_least(ratios: &[f64], k: f64, rule: &str) -> (Verdict, String) {
 }
 
 /// [`ratio_at_least`] for a claim about a regime that the host holds for a whole
-/// repeat (how full a queue runs at saturation, whether its top rate is a latency
-/// wall): a repeat on the other side is not a stall inside a measurement but a run the
-/// queue spent in the other regime, so every repeat must agree. (Queue's `ring-ceiling`,
-/// a near-empty ring at the top rate, is not one: two host pauses deepen a run.)
+/// repeat (how full a queue runs at saturation: `bound-side`): a repeat on the other
+/// side is not a stall inside a measurement but a run the queue spent in the other
+/// regime, so every repeat must agree. (Queue's `ring-ceiling`, a near-empty ring at
+/// the top rate, is not one: two host pauses deepen a run; nor, since 2026-12-06,
+/// `saturation`'s latency wall, which takes the ratio rule as `by_regime` folds a
+/// regime of a run or two.)
 ///
 /// ```
 /// use runner::lab::claims::{regime_at_least, Verdict};

@@ -68,7 +68,7 @@ pub(super) fn not_the_nearest(out: &Outcome, k: usize) -> Option<String> {
     let near = placed::judged_from(&out.placements.classes);
     (k > near).then(|| {
         format!(
-            "the host kept the two cores {} apart for nine tenths of this mode's slices or more; the document's threads shared an L3, which this run's nearest common placement ({} apart, seen in its other modes) stands for",
+            "the host kept the two cores {} apart for this mode's slices, under a tenth of them in this run's nearest common placement ({} apart, seen in its other modes); the document's threads shared an L3, which that placement stands for",
             list[k].label(),
             list[near].label()
         )

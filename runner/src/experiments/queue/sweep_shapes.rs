@@ -444,7 +444,10 @@ pub(super) fn ring_flat(ring: &[&Cell], classes: &Classes) -> ((Verdict, String)
             ring.len(),
             classes.list[*k].label()
         ),
-        None => "every point's merged runs (no placement data)".to_string(),
+        None if classes.list.is_empty() => {
+            "every point's merged runs (no placement data)".to_string()
+        }
+        None => "every point's merged runs (no placement from the run's nearest common one on held a tenth of any point's slices)".to_string(),
     };
     if p50s.len() < 2 {
         return (

@@ -145,8 +145,21 @@ fn the_rings_sweep_p50s_are_read_in_one_placement() {
     let ((verdict, reason), _) = ring_flat(&[&a, &b, &c, &d], &classes);
     assert_eq!(verdict, Verdict::Holds, "{reason}");
     assert!(reason.contains("3 of 4 points"), "{reason}");
-    // Without placement data: every point's merged p50 (here 3.2x: fails).
+    // Without placement data: every point's merged p50 (160 over 40 ns, 4x: fails).
     let none = handoff_clock::link::Classes::default();
     let ((verdict, reason), _) = ring_flat(&[&a, &d, &c], &none);
     assert_eq!(verdict, Verdict::Fails, "{reason}");
+    // The ~50 ns placement in 5% of the probes: never read in, even for a point that
+    // held a tenth of its slices there (`a`) or all of them (`d`, left out).
+    let probes: Vec<f64> = (0..100).map(|i| if i < 5 { 50.0 } else { 90.0 }).collect();
+    let rare = handoff_clock::link::Classes::of(&probes);
+    assert_eq!(rare.list.len(), 2);
+    assert_eq!(crate::lab::placed::judged_from(&rare), 1);
+    let ((verdict, reason), list) = ring_flat(&[&a, &b, &c, &d], &rare);
+    assert_eq!(verdict, Verdict::Holds, "{reason}");
+    assert!(
+        reason.contains("3 of 4 points with the cores ~90 ns apart"),
+        "{reason}"
+    );
+    assert!(!list.contains(" 40 ns"), "{list}");
 }
