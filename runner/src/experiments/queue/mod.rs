@@ -7,6 +7,7 @@
 pub mod burst;
 pub mod claims;
 pub mod report;
+pub mod ring_sweep;
 pub mod saturated;
 pub mod shapes;
 pub mod sweep_shapes;

@@ -162,7 +162,7 @@ pub fn claims(out: &Outcome, cfg: &Config, noise: Option<&Probes>) -> Vec<Claim>
         ));
         v.extend(super::sweep_shapes::sweep_more(out));
         let ring = sweep(Variant::CppRing);
-        v.extend(super::sweep_shapes::ring_across_sweep(
+        v.extend(super::ring_sweep::ring_across_sweep(
             out,
             saturation_point(&ring),
         ));

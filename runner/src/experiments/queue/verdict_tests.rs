@@ -107,7 +107,7 @@ fn no_transient_peak_is_judged_run_by_run() {
 
 #[test]
 fn the_rings_sweep_p50s_are_read_in_one_placement() {
-    use super::sweep_shapes::ring_flat;
+    use super::ring_sweep::ring_flat;
     use super::test_cells::placed_slices;
     // Run 1 of `runner all` on 2026-12-05 (V1): a point whose slices met the ~50 ns
     // placement read its p50 there (~50-90 ns) while the others read ~155 ns in the
