@@ -57,18 +57,24 @@ pub fn by_regime(
         .enumerate()
         .max_by_key(|(_, r)| r.1.len())
         .map_or(0, |(i, _)| i);
-    let mut kept: Vec<(&str, Vec<f64>)> = Vec::new();
-    let mut folded: Vec<f64> = Vec::new();
-    for (i, (name, runs)) in regimes.iter().enumerate() {
-        if i != largest && runs.len() <= few {
-            folded.extend(runs);
-        } else {
-            kept.push((name, runs.clone()));
-        }
-    }
-    if let Some(big) = kept.iter_mut().find(|r| r.0 == regimes[largest].0) {
-        big.1.extend(folded.iter().copied());
-    }
+    let folded: Vec<f64> = regimes
+        .iter()
+        .enumerate()
+        .filter(|&(i, r)| i != largest && r.1.len() <= few)
+        .flat_map(|(_, r)| r.1.iter().copied())
+        .collect();
+    let kept: Vec<(&str, Vec<f64>)> = regimes
+        .iter()
+        .enumerate()
+        .filter(|&(i, r)| i == largest || r.1.len() > few)
+        .map(|(i, r)| {
+            let mut runs = r.1.clone();
+            if i == largest {
+                runs.extend(&folded);
+            }
+            (r.0, runs)
+        })
+        .collect();
     let seen: Vec<&(&str, Vec<f64>)> = kept.iter().filter(|r| !r.1.is_empty()).collect();
     match seen.as_slice() {
         [] => (Verdict::NotMeasured, "no runs".into()),
